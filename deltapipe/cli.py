@@ -1,0 +1,62 @@
+"""`porchkit pipeline ...`: run a Δ pipeline over manifests, offline.
+
+    porchkit pipeline eval -p PIPELINE.yaml FILE|DIR|- ...    # output objects as a YAML stream
+    porchkit pipeline eval --trace -p PIPELINE.yaml ...      # and, on stderr, every stage's output
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from deltapipe.errors import DeltapipeError
+from deltapipe.manifests import dump_all, load_yaml, read_objects
+from deltapipe.spec import PipelineSpec
+
+USER_ERRORS = (DeltapipeError,)
+
+
+def add_commands(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    run = commands.add_parser("eval", help="evaluate a pipeline over manifests and print its output objects",
+                              description="Evaluate a Δ pipeline over manifests and print the output objects.")
+    run.add_argument("-p", "--pipeline", required=True, type=Path, help="the pipeline file (sources, pipeline, target)")
+    run.add_argument("files", nargs="+", help="manifest files, directories, or - for stdin")
+    run.add_argument("--trace", action="store_true", help="also print what every stage produced (on stderr)")
+    run.set_defaults(run=evaluate_files)
+
+
+def load_spec(path: Path) -> PipelineSpec:
+    documents = load_yaml(path.read_text(encoding="utf-8"), str(path))
+    if len(documents) != 1:
+        raise DeltapipeError(f"expected one pipeline document, found {len(documents)}", where=str(path))
+    try:
+        return PipelineSpec.from_dict(documents[0])
+    except DeltapipeError as err:
+        raise err.at(str(path)) from None
+
+
+def evaluate_files(args: argparse.Namespace) -> int:
+    spec = load_spec(args.pipeline)
+    objects = read_objects(args.files)
+    try:
+        return _evaluate(spec, objects, trace=args.trace)
+    except DeltapipeError as err:
+        raise err.at(str(args.pipeline)) from None
+
+
+def _evaluate(spec: PipelineSpec, inputs: list[dict[str, Any]], *, trace: bool) -> int:
+    pipeline = spec.build()
+    routed = spec.route(inputs)
+    if trace:
+        steps = pipeline.trace(routed)
+        for label, docs in steps[:-1]:
+            print(f"# --- {label}: {len(docs)} document(s)", file=sys.stderr)
+            dump_all(docs, sys.stderr)
+        objects = steps[-1][1]
+    else:
+        objects = pipeline.evaluate(routed)
+    dump_all(objects, sys.stdout)
+    return 0

@@ -1,0 +1,68 @@
+"""The `porchkit` command line.
+
+Each command group belongs to one part and lives in that part's `cli.py`, which provides
+`add_commands(parser)` and `USER_ERRORS` (the exception classes that mean "the user's input is
+wrong"). Only the group named on the command line is imported: `kpt` starts `porchkit fn ...`
+afresh for every run, so start-up must not pay for parts it does not use.
+
+A user error prints one line, `porchkit: <message>`, and exits 1. Anything else is a bug and keeps
+its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+# group name -> (module providing add_commands/USER_ERRORS, one-line help)
+GROUPS: dict[str, tuple[str, str]] = {
+    "pipeline": ("deltapipe.cli", "run Δ pipelines over manifests, offline"),
+    "fn": ("krmfn.cli", "KRM functions for kpt (kpt fn eval --exec 'porchkit fn NAME')"),
+}
+
+
+def build_parser(group: str | None = None) -> tuple[argparse.ArgumentParser, ModuleType | None]:
+    """The parser, with the full sub-commands of `group` only (the others are named but not loaded)."""
+    parser = argparse.ArgumentParser(prog="porchkit", description="Automation for kpt packages.")
+    groups = parser.add_subparsers(dest="group", metavar="COMMAND", required=True)
+    loaded = None
+    for name, (module_name, help_text) in GROUPS.items():
+        group_parser = groups.add_parser(name, help=help_text, description=help_text)
+        if name == group:
+            loaded = importlib.import_module(module_name)
+            loaded.add_commands(group_parser)
+    return parser, loaded
+
+
+def _group_named(argv: Sequence[str]) -> str | None:
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in GROUPS else None
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser, module = build_parser(_group_named(argv))
+    args = parser.parse_args(argv)
+    user_errors: tuple[type[BaseException], ...] = (OSError, *getattr(module, "USER_ERRORS", ()))
+    try:
+        return int(args.run(args))
+    except user_errors as err:
+        print(f"porchkit: {_one_line(err)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`porchkit ... | head`); there is nobody left to tell.
+        sys.stderr.close()
+        return 1
+
+
+def _one_line(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.strerror and err.filename:
+        return f"{err.filename}: {err.strerror.lower()}"
+    return " ".join(str(err).split()) or type(err).__name__
