@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,lint]'
+	$(PY) -m pip install --quiet -e '.[test,lint]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 setup: $(STAMP)

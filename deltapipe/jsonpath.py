@@ -190,7 +190,7 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
 
 
 class JSONPath:
-    """A compiled path; build it with compile_path(). Immutable and safe to share."""
+    """A compiled path; build it with compile_path(). Shared through the cache: treat it as read-only."""
 
     __slots__ = ("_frags", "_names_only", "steps", "text")
 
