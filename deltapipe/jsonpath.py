@@ -26,12 +26,11 @@ Choices where ojg is silent or Go-specific:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import operator
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from deltapipe.errors import PathError
 
@@ -50,8 +49,7 @@ Pred = Callable[[Any, Any], Any]  # (current element, document root) -> value
 Node = tuple[str, Any]  # a filter operand: ("path" | "bool", Pred) or ("literal" | "regex", constant)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Child:
+class _Child(NamedTuple):
     name: str
     text: str  # as written, for error messages
 
@@ -59,17 +57,15 @@ class _Child:
         return (node[self.name],) if isinstance(node, dict) and self.name in node else ()
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Index:
-    index: int
+class _Index(NamedTuple):
+    position: int
     text: str
 
     def select(self, node: Any, root: Any) -> Iterable[Any]:
-        return (node[self.index],) if isinstance(node, list) and -len(node) <= self.index < len(node) else ()
+        return (node[self.position],) if isinstance(node, list) and -len(node) <= self.position < len(node) else ()
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Slice:
+class _Slice(NamedTuple):
     bounds: slice
     text: str
 
@@ -77,8 +73,7 @@ class _Slice:
         return node[self.bounds] if isinstance(node, list) and self.bounds.step != 0 else ()
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Union:
+class _Union(NamedTuple):
     members: tuple[_Child | _Index, ...]
     text: str
 
@@ -86,16 +81,14 @@ class _Union:
         return [child for member in self.members for child in member.select(node, root)]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Wildcard:
+class _Wildcard(NamedTuple):
     text: str
 
     def select(self, node: Any, root: Any) -> Iterable[Any]:
         return _children(node)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Descent:
+class _Descent(NamedTuple):
     text: str
 
     def select(self, node: Any, root: Any) -> Iterator[Any]:
@@ -108,8 +101,7 @@ class _Descent:
                 stack.extend(reversed(_children(item)))
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Filter:
+class _Filter(NamedTuple):
     pred: Pred
     text: str
 
@@ -138,8 +130,8 @@ def _simple_steps(frags: tuple[_Step, ...]) -> tuple[str | int, ...] | None:
     for frag in frags:
         if isinstance(frag, _Child):
             steps.append(frag.name)
-        elif isinstance(frag, _Index) and frag.index >= 0:
-            steps.append(frag.index)
+        elif isinstance(frag, _Index) and frag.position >= 0:
+            steps.append(frag.position)
         else:
             return None
     return tuple(steps)
@@ -268,8 +260,8 @@ class JSONPath:
         for member in frag.members if isinstance(frag, _Union) else ():
             if isinstance(member, _Child) and isinstance(node, dict):
                 keys.append(member.name)
-            elif isinstance(member, _Index) and isinstance(node, list) and -len(node) <= member.index < len(node):
-                keys.append(member.index)
+            elif isinstance(member, _Index) and isinstance(node, list) and -len(node) <= member.position < len(node):
+                keys.append(member.position)
         return keys
 
     def _key(self, i: int, frag: _Child | _Index, node: Any, strict: bool) -> str | int | None:
@@ -277,7 +269,7 @@ class JSONPath:
         if isinstance(frag, _Child) and isinstance(node, dict):
             return frag.name
         if isinstance(frag, _Index) and isinstance(node, list):
-            index, size = frag.index, len(node)
+            index, size = frag.position, len(node)
             if index < -size:
                 raise self._cannot(f"cannot deduce where {frag.text} is in the {size}-element list at {self._at(i)}")
             if index - size >= MAX_LIST_GROWTH:
@@ -294,7 +286,7 @@ class JSONPath:
         after = self._frags[i + 1]
         if isinstance(after, _Child):
             return {}
-        if isinstance(after, _Index) and after.index >= 0:
+        if isinstance(after, _Index) and after.position >= 0:
             return []
         what = "the length of a new list" if isinstance(after, _Index) else "what to create"
         raise self._cannot(f"cannot deduce {what} at {self._at(i + 1)} for {after.text}")
@@ -385,7 +377,7 @@ class _Parser:
         first = self.member()
         self.skip()
         if self.peek() == ":" and isinstance(first, _Index):
-            return self.slice(start, first.index)
+            return self.slice(start, first.position)
         members = [first]
         while self.peek() == ",":
             self.pos += 1
@@ -394,7 +386,7 @@ class _Parser:
             self.skip()
         self.close()
         text = self.text[start : self.pos]
-        return _Union(tuple(members), text) if len(members) > 1 else dataclasses.replace(first, text=text)
+        return _Union(tuple(members), text) if len(members) > 1 else first._replace(text=text)
 
     def slice(self, start: int, first: int | None) -> _Slice:
         bounds = [first]

@@ -21,8 +21,7 @@ in. Validation errors name the field.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from deltapipe import labels
 from deltapipe.errors import ExpressionError, PipelineError
@@ -33,8 +32,7 @@ from deltapipe.values import describe
 TARGET_TYPES = ("Updater", "Patcher")
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
+class Source(NamedTuple):
     kind: str
     api_group: str | None = None
     namespace: str | None = None
@@ -55,15 +53,13 @@ class Source:
         return True
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
+class Target(NamedTuple):
     api_version: str
     kind: str
     type: str = "Updater"
 
 
-@dataclass(frozen=True, slots=True)
-class PipelineSpec:
+class PipelineSpec(NamedTuple):
     name: str
     sources: tuple[Source, ...]
     pipeline: Any

@@ -12,8 +12,7 @@ keep state: engine.py runs the stages incrementally.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from deltapipe.errors import DeltapipeError, PipelineError
 from deltapipe.expression import NO_LOCAL, Compiler, Fn, write_steps
@@ -24,19 +23,25 @@ Doc = dict[str, Any]
 STAGE_OPS = ("@join", "@select", "@project", "@unwind", "@demux", "@gather", "@mux")
 
 
-@dataclass(frozen=True, slots=True)
 class Stage:
-    index: int  # 1-based position in the pipeline
-    op: str
+    """One compiled stage; `index` is its 1-based position in the pipeline."""
+
+    __slots__ = ("index", "op")
+
+    def __init__(self, index: int, op: str) -> None:
+        self.index, self.op = index, op
 
     @property
     def label(self) -> str:
         return f"stage {self.index} ({self.op})"
 
 
-@dataclass(frozen=True, slots=True)
 class Select(Stage):
-    test: Fn
+    __slots__ = ("test",)
+
+    def __init__(self, index: int, op: str, test: Fn) -> None:
+        super().__init__(index, op)
+        self.test = test
 
     def run(self, doc: Doc) -> list[Doc]:
         keep = self.test(doc, NO_LOCAL)
@@ -45,9 +50,12 @@ class Select(Stage):
         return [doc] if keep else []
 
 
-@dataclass(frozen=True, slots=True)
 class Project(Stage):
-    build: Fn
+    __slots__ = ("build",)
+
+    def __init__(self, index: int, op: str, build: Fn) -> None:
+        super().__init__(index, op)
+        self.build = build
 
     def run(self, doc: Doc) -> list[Doc]:
         result = self.build(doc, NO_LOCAL)
@@ -61,9 +69,12 @@ class Project(Stage):
         raise PipelineError(f"the projection must give a map or a list of maps, got {describe(result)}")
 
 
-@dataclass(frozen=True, slots=True)
 class Unwind(Stage):
-    path: JSONPath
+    __slots__ = ("path",)
+
+    def __init__(self, index: int, op: str, path: JSONPath) -> None:
+        super().__init__(index, op)
+        self.path = path
 
     def run(self, doc: Doc) -> list[Doc]:
         items = self.path.get(doc)
@@ -82,15 +93,7 @@ class Unwind(Stage):
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Join(Stage):
-    predicate: Fn
-    kinds: tuple[str, ...]
-    equalities: tuple[Equality, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Equality:
+class Equality(NamedTuple):
     """A top-level `@eq` conjunct of a join predicate between two source kinds: an index key.
 
     `left` and `right` read their side from a compound document `{Kind: object, ...}`.
@@ -102,10 +105,21 @@ class Equality:
     right: Callable[[dict[str, Doc]], Any]
 
 
-@dataclass(frozen=True, slots=True)
+class Join(Stage):
+    __slots__ = ("predicate", "kinds", "equalities")
+
+    def __init__(self, index: int, op: str, predicate: Fn, kinds: tuple[str, ...],
+                 equalities: tuple[Equality, ...]) -> None:
+        super().__init__(index, op)
+        self.predicate, self.kinds, self.equalities = predicate, kinds, equalities
+
+
 class Gather(Stage):
-    key: Fn
-    value_path: JSONPath
+    __slots__ = ("key", "value_path")
+
+    def __init__(self, index: int, op: str, key: Fn, value_path: JSONPath) -> None:
+        super().__init__(index, op)
+        self.key, self.value_path = key, value_path
 
 
 def set_path(doc: Doc, path: JSONPath, value: Any) -> Doc:
