@@ -83,7 +83,8 @@ def main() -> int:
         print("kpt is not on PATH: nothing to measure")
         return 1
     failures = []
-    print(f"{'N':>4} {'fn first byte ms':>17} {'fn total ms':>12} {'kpt+cat s':>10} {'kpt+porchkit s':>15} {'added':>7}")
+    print(f"{'N':>4} {'fn first byte ms':>17} {'fn total ms':>12} {'kpt+cat s':>10} {'kpt+porchkit s':>15} "
+          f"{'added':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         for label, size in SIZES.items():

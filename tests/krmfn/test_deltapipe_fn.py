@@ -251,3 +251,17 @@ def test_a_failing_pipeline_fails_kpt_and_writes_nothing(kpt: str, examples: Pat
     assert result["message"] == ('pipeline expose: stage 2 (@project) on Deployment shop/web + ConfigMap '
                                  'service-defaults: @bool: expected a bool, got string "8080"')
     assert result["message"] in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(("example", "path"), [
+    ("expose-pipeline", "expose/expose-pipeline.yaml"),
+    ("summary-pipeline", "summary/summary-pipeline.yaml"),
+    ("labels-pipeline", "team-labels/labels-pipeline.yaml"),
+])
+def test_the_documented_pipelines_are_the_tested_ones(example: str, path: str) -> None:
+    import re
+
+    doc = (EXAMPLES.parents[2] / "docs" / "krmfn.md").read_text(encoding="utf-8")
+    match = re.search(rf"<!-- example: {example} -->\n```yaml\n(.*?)```", doc, re.S)
+    assert match, f"no {example} example in docs/krmfn.md"
+    assert match.group(1) == (EXAMPLES / path).read_text(encoding="utf-8")
