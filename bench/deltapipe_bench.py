@@ -2,7 +2,7 @@
 
 For N = 1k, 10k, 100k objects, three pipelines are loaded with N objects (untimed), then one
 object at a time is updated through `Pipeline.apply` (timed, median of many), next to one full
-re-evaluation of the same world (`Pipeline.evaluate`). Targets (issue 2):
+re-evaluation of the same world (`Pipeline.evaluate`). Targets:
   * per-update cost at 100k within 2x of the cost at 1k, for every pipeline;
   * at 10k objects an incremental update at least 100x cheaper than a re-evaluation.
 Run: `python bench/deltapipe_bench.py` (or `make bench`). Exits non-zero if a target is missed.

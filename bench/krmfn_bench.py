@@ -6,7 +6,7 @@ ConfigMap per namespace, leaves every Deployment byte for byte as it was):
   * the function's own time, as a process reading the ResourceList kpt would send on stdin;
   * `kpt fn eval --exec "porchkit fn deltapipe"` next to `kpt fn eval --exec cat` (an identity
     function that costs nothing), measured alternately on fresh copies of the package.
-Targets (issue 3): at 5,000 resources porchkit's function adds at most 20% to kpt's own time,
+Targets: at 5,000 resources porchkit's function adds at most 20% to kpt's own time,
 and its start-up (process start to first byte of output) is under 150 ms.
 Run: `python bench/krmfn_bench.py` (or `make bench`); needs kpt on PATH. Exits non-zero on a miss.
 """

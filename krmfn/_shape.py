@@ -17,22 +17,26 @@ one when asked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 Path = tuple[Any, ...]
 
 
-@dataclass(slots=True)
 class Shape:
-    """Source text of an item's nodes, by path (keys and list indexes from the item's root)."""
+    """Source text of an item's nodes, by path (keys and list indexes from the item's root).
 
-    value: Any = None  # the item exactly as read: the reference for "unchanged"
-    raw: dict[Path, str] = field(default_factory=dict)  # scalar or flow collection -> its text (*)
-    keys: dict[Path, str] = field(default_factory=dict)  # mapping entry -> its key's text
-    flow: set[Path] = field(default_factory=set)  # collections written in flow style
-    # Only from the line parser (block style, no anchors): where each entry's text is. (*) The
-    # line parser records `raw` only inside flow collections: spans already hold the rest.
-    lines: list[str] | None = None  # the source lines that spans index
-    spans: dict[Path, tuple[int, int]] = field(default_factory=dict)  # entry -> [first, end) lines
-    columns: dict[Path, int] = field(default_factory=dict)  # block collection -> its entries' column
+    (A plain class: a dataclass would cost every function's start-up the import of `dataclasses`.)
+    """
+
+    __slots__ = ("value", "raw", "keys", "flow", "lines", "spans", "columns")
+
+    def __init__(self, value: Any = None) -> None:
+        self.value = value  # the item exactly as read: the reference for "unchanged"
+        self.raw: dict[Path, str] = {}  # scalar or flow collection -> its text (*)
+        self.keys: dict[Path, str] = {}  # mapping entry -> its key's text
+        self.flow: set[Path] = set()  # collections written in flow style
+        # Only from the line parser (block style, no anchors): where each entry's text is. (*) The
+        # line parser records `raw` only inside flow collections: spans already hold the rest.
+        self.lines: list[str] | None = None  # the source lines that spans index
+        self.spans: dict[Path, tuple[int, int]] = {}  # entry -> [first, end) lines
+        self.columns: dict[Path, int] = {}  # block collection -> its entries' column

@@ -11,12 +11,16 @@ itself does (kpt starts a fresh process for each run). The callable takes a `Res
 
 from __future__ import annotations
 
-import argparse
 import functools
 import importlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from krmfn import runner
 from krmfn.errors import KrmfnError
+
+if TYPE_CHECKING:
+    import argparse
 
 USER_ERRORS: tuple[type[BaseException], ...] = (KrmfnError,)
 
@@ -35,7 +39,15 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
         command.set_defaults(run=functools.partial(_run_function, name, target))
 
 
-def _run_function(name: str, target: str, args: argparse.Namespace) -> int:
+def run_without_parser(argv: Sequence[str]) -> int | None:
+    """`porchkit fn NAME` and nothing else, straight to the function (what kpt runs every time);
+    None for anything else, which the full command line then handles (help, errors)."""
+    if len(argv) == 1 and argv[0] in FUNCTIONS:
+        return _run_function(argv[0], FUNCTIONS[argv[0]][0])
+    return None
+
+
+def _run_function(name: str, target: str, args: argparse.Namespace | None = None) -> int:
     module_name, _, attribute = target.partition(":")
     function = getattr(importlib.import_module(module_name), attribute)
     return runner.main(function, name=name)

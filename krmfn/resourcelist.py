@@ -22,7 +22,6 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from krmfn import annotations as kpt_annotations
@@ -42,7 +41,6 @@ _SECTION = re.compile(r"([A-Za-z][A-Za-z0-9_]*):(?:[ \t]|\Z)")
 _DOCUMENT_START = re.compile(r"---(?:[ \t]+#.*)?[ \t]*")
 
 
-@dataclass(slots=True, eq=False)
 class ResourceList:
     """A ResourceList: the items a function edits, its config, and the results it reports.
 
@@ -51,10 +49,18 @@ class ResourceList:
     reports (`krmfn.results.error(...)` and friends).
     """
 
-    items: list[dict[str, Any]] = field(default_factory=list)
-    function_config: dict[str, Any] | None = None
-    results: list[Result] = field(default_factory=list)
-    _source: _Source | None = field(default=None, repr=False)
+    __slots__ = ("items", "function_config", "results", "_source")
+
+    def __init__(self, items: list[dict[str, Any]] | None = None, function_config: dict[str, Any] | None = None,
+                 results: list[Result] | None = None, _source: _Source | None = None) -> None:
+        self.items = [] if items is None else items
+        self.function_config = function_config
+        self.results = [] if results is None else results
+        self._source = _source
+
+    def __repr__(self) -> str:
+        return (f"ResourceList(items=<{len(self.items)} items>, function_config={self.function_config!r}, "
+                f"results={self.results!r})")
 
     def config(self, model: type[ModelT], *, kind: str | None = None) -> ModelT:
         """The functionConfig as a validated `model` (see `krmfn.config.load_config`)."""

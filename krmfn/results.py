@@ -12,8 +12,7 @@ then writes the input items back unchanged alongside the results.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from krmfn import annotations as kpt_annotations
 
@@ -21,8 +20,7 @@ Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 
-@dataclass(slots=True)
-class Result:
+class Result(NamedTuple):
     """One result. `resource_ref`, `field` and `file` are the plain mappings the spec defines."""
 
     message: str

@@ -27,8 +27,7 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import IO, Any, NoReturn
+from typing import IO, Any, NamedTuple, NoReturn
 
 from krmfn import resourcelist, results
 from krmfn.errors import InputError, KrmfnError, OutputError
@@ -39,13 +38,12 @@ Function = Callable[[ResourceList], Any]
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_BUG = 0, 1, 2, 3
 
 
-@dataclass(slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """What a run produced: the bytes for stdout, the lines for stderr, the exit code."""
 
     exit_code: int
     output: bytes
-    messages: list[str] = field(default_factory=list)
+    messages: list[str]
     resource_list: ResourceList | None = None  # what was written, when something was
 
 

@@ -15,22 +15,21 @@ objects without one). Unlike kpt beta.56, an item matching two selectors is sele
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from krmfn import annotations as kpt_annotations
 
 
-@dataclass(frozen=True, slots=True)
-class Selector:
+class Selector(NamedTuple):
     """One selector: every non-empty field must match."""
 
     api_version: str = ""
     kind: str = ""
     name: str = ""
     namespace: str = ""
-    labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = MappingProxyType({})
+    annotations: Mapping[str, str] = MappingProxyType({})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Selector:

@@ -3,7 +3,9 @@
 Each command group belongs to one part and lives in that part's `cli.py`, which provides
 `add_commands(parser)` and `USER_ERRORS` (the exception classes that mean "the user's input is
 wrong"). Only the group named on the command line is imported: `kpt` starts `porchkit fn ...`
-afresh for every run, so start-up must not pay for parts it does not use.
+afresh for every run, so start-up must not pay for parts it does not use. For the same reason a
+group may also provide `run_without_parser(argv) -> int | None`, which handles its hot path
+before argparse (and the modules argparse pulls in) is even imported, or returns None.
 
 A user error prints one line, `porchkit: <message>`, and exits 1. Anything else is a bug and keeps
 its traceback.
@@ -11,11 +13,14 @@ its traceback.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
 
 # group name -> (module providing add_commands/USER_ERRORS, one-line help)
 GROUPS: dict[str, tuple[str, str]] = {
@@ -26,6 +31,8 @@ GROUPS: dict[str, tuple[str, str]] = {
 
 def build_parser(group: str | None = None) -> tuple[argparse.ArgumentParser, ModuleType | None]:
     """The parser, with the full sub-commands of `group` only (the others are named but not loaded)."""
+    import argparse
+
     parser = argparse.ArgumentParser(prog="porchkit", description="Automation for kpt packages.")
     groups = parser.add_subparsers(dest="group", metavar="COMMAND", required=True)
     loaded = None
@@ -46,7 +53,13 @@ def _group_named(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser, module = build_parser(_group_named(argv))
+    group = _group_named(argv)
+    if group is not None and argv[0] == group:
+        direct = getattr(importlib.import_module(GROUPS[group][0]), "run_without_parser", None)
+        code = direct(argv[1:]) if direct is not None else None
+        if code is not None:
+            return int(code)
+    parser, module = build_parser(group)
     args = parser.parse_args(argv)
     user_errors: tuple[type[BaseException], ...] = (OSError, *getattr(module, "USER_ERRORS", ()))
     try:
