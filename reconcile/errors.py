@@ -1,0 +1,121 @@
+"""The errors of the reconcile runtime, mapped from Kubernetes API statuses.
+
+    ReconcileError                 base; str() is one line for a person
+    ├── ApiError                   an API server (real or embedded) refused a request
+    │   ├── BadRequest      400    ├── Conflict        409 (stale resourceVersion, precondition)
+    │   ├── Unauthorized    401    ├── AlreadyExists   409 (create of an existing name)
+    │   ├── Forbidden       403    ├── Gone            410 (watch resourceVersion too old)
+    │   ├── NotFound        404    ├── Invalid         422
+    │   ├── MethodNotAllowed 405   ├── TooManyRequests 429 (retry_after seconds)
+    │   └── ServerError     5xx
+    └── Terminal                   a reconcile failure not worth retrying (recorded, not requeued)
+
+Both cluster backends raise these same classes carrying the same `Status` payload, so no caller
+ever sees a transport's exception type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ReconcileError(Exception):
+    """Base of every error the runtime raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = " ".join(message.split())
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ApiError(ReconcileError):
+    """A request the API server refused; `status` is the Kubernetes `Status` object it sent."""
+
+    code = 500
+    reason = "InternalError"
+
+    def __init__(self, message: str, *, status: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.status = status or make_status(self.code, self.reason, message)
+
+
+class BadRequest(ApiError):
+    code, reason = 400, "BadRequest"
+
+
+class Unauthorized(ApiError):
+    code, reason = 401, "Unauthorized"
+
+
+class Forbidden(ApiError):
+    code, reason = 403, "Forbidden"
+
+
+class NotFound(ApiError):
+    code, reason = 404, "NotFound"
+
+
+class MethodNotAllowed(ApiError):
+    code, reason = 405, "MethodNotAllowed"
+
+
+class Conflict(ApiError):
+    code, reason = 409, "Conflict"
+
+
+class AlreadyExists(Conflict):
+    code, reason = 409, "AlreadyExists"
+
+
+class Gone(ApiError):
+    code, reason = 410, "Expired"
+
+
+class Invalid(ApiError):
+    code, reason = 422, "Invalid"
+
+
+class TooManyRequests(ApiError):
+    code, reason = 429, "TooManyRequests"
+
+    def __init__(self, message: str, *, status: dict[str, Any] | None = None, retry_after: float = 1.0) -> None:
+        super().__init__(message, status=status)
+        self.retry_after = retry_after
+
+
+class ServerError(ApiError):
+    code, reason = 500, "InternalError"
+
+
+class Terminal(ReconcileError):
+    """Raised by a reconciler for a failure that retrying cannot fix (an invalid spec, say): the
+    runtime records it and waits for the object to change instead of backing off and retrying."""
+
+
+_BY_REASON: dict[str, type[ApiError]] = {cls.reason: cls for cls in (
+    BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed, Conflict, AlreadyExists, Gone, Invalid,
+    TooManyRequests)}
+_BY_CODE: dict[int, type[ApiError]] = {400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound,
+                                       405: MethodNotAllowed, 409: Conflict, 410: Gone, 422: Invalid,
+                                       429: TooManyRequests}
+
+
+def make_status(code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A `Status` object as the API server sends it with an error."""
+    status: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                              "message": message, "reason": reason, "code": code}
+    if details:
+        status["details"] = details
+    return status
+
+
+def from_status(status: dict[str, Any], *, retry_after: float | None = None) -> ApiError:
+    """The error class for a `Status` payload (by reason, then by code)."""
+    code = int(status.get("code") or 500)
+    cls = _BY_REASON.get(str(status.get("reason") or "")) or _BY_CODE.get(code) or ServerError
+    message = str(status.get("message") or f"request failed with status {code}")
+    if cls is TooManyRequests:
+        return TooManyRequests(message, status=status, retry_after=retry_after or 1.0)
+    return cls(message, status=status)
