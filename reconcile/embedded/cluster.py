@@ -1,0 +1,388 @@
+"""`EmbeddedCluster`: an in-process Kubernetes API server, the `Cluster` every controller can run on.
+
+It is not a mock: wherever a controller could notice, it answers as kube-apiserver (with
+kube-controller-manager's garbage collector and namespace controller, and the apiextensions
+controllers) would. docs/embedded-cluster.md lists the semantics and what is left out.
+
+This module is the face and the request routing; the work is done behind it:
+`_engine` (the request path: validation, lifecycle, ownership), `_store` (objects, revisions,
+the change log), `_watch` (watchers, streams, bookmarks), `_gc`, `_namespaces` and `_crds`
+(the controllers), `_fields` and `_apply` (managedFields and server-side apply), `_kinds`
+(discovery) and `_persist` (the directory).
+
+Threads: one re-entrant lock serializes every request and the controller work it causes, so a
+request's effects (a cascade of deletions included) are complete when it returns. Objects
+are copied outside the lock, and watch consumers never take it except to read a bookmark's
+revision. Custom storage (`serve`) is called without the lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from reconcile.clock import SYSTEM_CLOCK, Clock
+from reconcile.cluster import (
+    Kind,
+    LabelSelector,
+    ListResult,
+    Obj,
+    ObjectKey,
+    PatchType,
+    Propagation,
+    ResourceInfo,
+    WatchEvent,
+)
+from reconcile.embedded import _errors
+from reconcile.embedded._crds import CRD_GK, Crds
+from reconcile.embedded._engine import Engine
+from reconcile.embedded._gc import GarbageCollector
+from reconcile.embedded._kinds import BUILTIN, NAMESPACE, REGISTERED, Registry, group_kind
+from reconcile.embedded._namespaces import PROTECTED, Namespaces
+from reconcile.embedded._persist import Journal
+from reconcile.embedded._store import Change, Store
+from reconcile.embedded._validation import request_body
+from reconcile.embedded._watch import Watcher, WatchHub, WatchStream
+from reconcile.embedded.storage import Storage
+from reconcile.errors import AlreadyExists, BadRequest, ServerError
+from reconcile.patching import apply_patch, clone
+from reconcile.selectors import parse_fields, parse_labels
+
+FIELD_MANAGER = "porchkit"  # the manager recorded for create, update and patch (they take none)
+T = TypeVar("T")
+
+
+class EmbeddedCluster:
+    """An in-process API server implementing `reconcile.Cluster`; see the module docstring.
+
+    `clock` times creationTimestamps, bookmarks and watch timeouts; `history` is how many of the
+    most recent changes (across all kinds) a watch can resume from; `bookmark_interval` is the
+    clock-seconds of quiet after which a watch sends a BOOKMARK; `persist_to` is a directory to
+    keep the state in (it resumes from what is there). Call `close()` when done (or use `with`).
+    """
+
+    def __init__(self, *, clock: Clock = SYSTEM_CLOCK, history: int = 1000, bookmark_interval: float = 60.0,
+                 persist_to: str | Path | None = None) -> None:
+        if history < 0:
+            raise ValueError(f"history must be 0 or more, not {history}")
+        if bookmark_interval <= 0:
+            raise ValueError(f"bookmark_interval must be positive, not {bookmark_interval}")
+        self._lock = threading.RLock()
+        self._clock, self._bookmark_interval = clock, bookmark_interval
+        self._registry = Registry()
+        self._store = Store(history=history)
+        self._hub = WatchHub()
+        self._store.subscribe(self._hub.publish)
+        self._engine = Engine(self._registry, self._store, clock)
+        self._namespaces = Namespaces(self._engine)
+        self._engine.reactors = [self._namespaces, Crds(self._engine), GarbageCollector(self._engine)]
+        self._journal = Journal(persist_to) if persist_to is not None else None
+        self._closed = False
+        with self._lock:
+            if self._journal is not None:
+                self._restore(self._journal)
+            for name in sorted(PROTECTED):
+                if self._store.get(group_kind(NAMESPACE), ObjectKey("", name)) is None:
+                    self._engine.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+                                        manager="kube-apiserver")
+            self._engine.settle()
+            if self._journal is not None:
+                self._compact(self._journal)
+
+    # discovery
+
+    def resource(self, kind: Kind) -> ResourceInfo:
+        """How `kind` is served; raises NotFound when it is not."""
+        with self._lock:
+            return self._registry.info(kind)
+
+    def resources(self) -> list[ResourceInfo]:
+        """Every served kind (one entry per version), as discovery lists them."""
+        with self._lock:
+            return self._registry.infos()
+
+    def register(self, info: ResourceInfo) -> None:
+        """Serve a kind that no CRD defines, from the generic store (kept with `persist_to`).
+
+        Registering a kind again replaces how it is served; a built-in or CRD-defined kind
+        cannot be registered (AlreadyExists)."""
+        with self._lock:
+            self._check_open()
+            origin = self._registry.origin(info.kind)
+            if origin and origin != REGISTERED:
+                what = "built in" if origin == BUILTIN else f"served by {origin}"
+                raise AlreadyExists(f"{info.kind} is already {what}")
+            self._registry.add(info, origin=REGISTERED)
+            if self._journal is not None:
+                self._journal.record_kinds(self._registry.registered())
+
+    def serve(self, kind: Kind | ResourceInfo, storage: Storage) -> None:
+        """Route every request for a kind to `storage` (see reconcile.embedded.storage). Pass the
+        ResourceInfo of a kind not served yet, or the Kind of one that is."""
+        with self._lock:
+            self._check_open()
+            info = kind if isinstance(kind, ResourceInfo) else self._registry.info(kind)
+            self._registry.serve(info, storage)
+
+    def watchers(self) -> int:
+        """How many watches are open (apiserver_registered_watchers); abandoned ones not counted."""
+        with self._lock:
+            return self._hub.count()
+
+    # reads
+
+    def get(self, kind: Kind, key: ObjectKey) -> Obj | None:
+        """The object, or None when there is none; NotFound when the kind is not served."""
+        storage = self._storage(kind)
+        if storage is not None:
+            return storage.get(kind, key)
+        with self._lock:
+            self._check_open()
+            info = self._registry.info(kind)
+            found = self._store.get(group_kind(kind), ObjectKey(key.namespace if info.namespaced else "", key.name))
+        return _render(found, kind) if found is not None else None
+
+    def list(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None,
+             fields: str | None = None) -> ListResult:
+        """Objects of `kind` (in `namespace`, or everywhere), ordered by namespace and name."""
+        label_selector, field_selector = parse_labels(labels), parse_fields(fields)
+        storage = self._storage(kind)
+        if storage is not None:
+            return storage.list(kind, namespace=namespace, labels=labels, fields=fields)
+        with self._lock:
+            self._check_open()
+            info = self._registry.info(kind)
+            found = list(self._store.objects(group_kind(kind), namespace if info.namespaced else ""))
+            revision = self._store.revision
+        items = [obj for obj in found if label_selector.matches(obj["metadata"].get("labels"))
+                 and field_selector.matches(obj)]
+        items.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
+        return ListResult([_render(obj, kind) for obj in items], str(revision))
+
+    def watch(self, kind: Kind, *, resource_version: str, namespace: str = "", labels: LabelSelector = None,
+              fields: str | None = None, timeout: float | None = None) -> Iterator[WatchEvent]:
+        """Changes after `resource_version` ("" or "0": the current objects as ADDED first),
+        BOOKMARKs, until `timeout` clock-seconds pass or the stream is closed. Raises Gone at
+        once when that version is older than the history kept."""
+        label_selector, field_selector = parse_labels(labels), parse_fields(fields)
+        storage = self._storage(kind)
+        if storage is not None:
+            return storage.watch(kind, resource_version=resource_version, namespace=namespace, labels=labels,
+                                 fields=fields, timeout=timeout)
+        with self._lock:
+            self._check_open()
+            info = self._registry.info(kind)
+            gk, scope = group_kind(kind), namespace if info.namespaced else ""
+            if resource_version in ("", "0"):
+                current = sorted(self._store.objects(gk, scope), key=lambda o: int(o["metadata"]["resourceVersion"]))
+                backlog = [Change("ADDED", gk, obj, None, int(obj["metadata"]["resourceVersion"])) for obj in current]
+            else:
+                if not str(resource_version).isdigit():
+                    raise BadRequest(f"invalid resource version {resource_version!r}: not a number")
+                backlog = [c for c in self._store.changes_after(int(resource_version), gk)
+                           if not scope or (c.object["metadata"].get("namespace") or "") == scope]
+            watcher = Watcher(gk, scope, backlog)
+            self._hub.add(watcher)
+        return WatchStream(watcher, kind=kind, labels=label_selector, fields=field_selector, clock=self._clock,
+                           bookmark_interval=self._bookmark_interval, timeout=timeout, revision=self._revision,
+                           render=lambda obj: _render(obj, kind))
+
+    # writes
+
+    def create(self, obj: Obj) -> Obj:
+        """Create; AlreadyExists, Invalid, NotFound (kind or namespace), Forbidden."""
+        body = _body(obj)
+        storage = self._storage_for_write(body)
+        if storage is not None:
+            return storage.create(obj)
+        return _render(self._write(lambda: self._engine.create(body, manager=FIELD_MANAGER)), Kind.of(body))
+
+    def update(self, obj: Obj) -> Obj:
+        """Replace (status kept when the kind has a status subresource); Conflict, NotFound."""
+        body = _body(obj)
+        storage = self._storage(Kind.of(body))
+        if storage is not None:
+            return storage.update(obj)
+        return _render(self._write(lambda: self._engine.update(body, manager=FIELD_MANAGER)), Kind.of(body))
+
+    def update_status(self, obj: Obj) -> Obj:
+        """Replace only `status`; NotFound when the kind has no status subresource."""
+        body = _body(obj)
+        storage = self._storage(Kind.of(body))
+        if storage is not None:
+            return storage.update_status(obj)
+        result = self._write(lambda: self._engine.update(body, manager=FIELD_MANAGER, subresource="status"))
+        return _render(result, Kind.of(body))
+
+    def patch(self, kind: Kind, key: ObjectKey, patch: Any, *, patch_type: PatchType = "merge",
+              subresource: str | None = None) -> Obj:
+        """A JSON merge patch or JSON patch; a resourceVersion in the patch is a precondition."""
+        storage = self._storage(kind)
+        if storage is not None:
+            return storage.patch(kind, key, patch, patch_type=patch_type, subresource=subresource)
+
+        def patched() -> Obj:
+            info = self._registry.info(kind)
+            if subresource and subresource not in info.subresources:
+                raise _errors.unknown_subresource(info, subresource)
+            name_key = ObjectKey(key.namespace if info.namespaced else "", key.name)
+            current = self._store.get(group_kind(kind), name_key)
+            if current is None:
+                raise _errors.not_found(info, key.name)
+            result = apply_patch(_render(current, kind), patch, patch_type)
+            body = _patched_body(result, current, kind, name_key)
+            return self._engine.update(body, manager=FIELD_MANAGER, subresource=subresource or "")
+
+        return _render(self._write(patched), kind)
+
+    def apply(self, obj: Obj, *, field_manager: str, force: bool = False, subresource: str | None = None) -> Obj:
+        """Server-side apply: create or merge `obj` as `field_manager`'s intent; Conflict when it
+        changes fields another manager owns, unless `force`."""
+        body = _body(obj)
+        storage = self._storage_for_write(body)
+        if storage is not None:
+            return storage.apply(obj, field_manager=field_manager, force=force, subresource=subresource)
+        result = self._write(lambda: self._engine.apply(body, manager=field_manager, force=force,
+                                                        subresource=subresource or ""))
+        return _render(result, Kind.of(body))
+
+    def delete(self, kind: Kind, key: ObjectKey, *, propagation: Propagation = "Background",
+               preconditions: Mapping[str, str] | None = None) -> Obj | None:
+        """Delete, cascading as `propagation` says; the object while finalizers hold it, None once
+        it is gone. NotFound, Conflict (preconditions), Forbidden."""
+        storage = self._storage(kind)
+        if storage is not None:
+            return self._delete_served(storage, kind, key, propagation, preconditions)
+
+        def deleted() -> Obj | None:
+            info = self._registry.info(kind)
+            name_key = ObjectKey(key.namespace if info.namespaced else "", key.name)
+            result = self._engine.delete(kind, name_key, propagation=propagation, preconditions=preconditions)
+            self._engine.settle()
+            current = self._store.get(group_kind(kind), name_key)
+            if result is None or current is None or current["metadata"]["uid"] != result["metadata"]["uid"]:
+                return None
+            return current
+
+        found = self._write(deleted)
+        return _render(found, kind) if found is not None else None
+
+    def close(self) -> None:
+        """End every watch and, with `persist_to`, write the final snapshot. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._hub.close()
+            if self._journal is not None:
+                self._compact(self._journal)
+                self._journal.close()
+
+    def __enter__(self) -> EmbeddedCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # internals
+
+    def _write(self, request: Callable[[], T]) -> T:
+        with self._lock:
+            self._check_open()
+            result = request()
+            self._engine.settle()
+            journal = self._journal
+            if journal is not None and journal.due(self._store.size):
+                self._compact(journal)
+            return result
+
+    def _storage(self, kind: Kind) -> Storage | None:
+        with self._lock:
+            self._check_open()
+            return self._registry.handler(kind)
+
+    def _storage_for_write(self, body: Obj) -> Storage | None:
+        """The custom storage of a create or apply, once the namespace admits it."""
+        kind = Kind.of(body)
+        with self._lock:
+            self._check_open()
+            storage = self._registry.handler(kind)
+            if storage is not None:
+                meta = body["metadata"]
+                info = self._registry.info(kind)
+                self._namespaces.check_namespace(info, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        return storage
+
+    def _delete_served(self, storage: Storage, kind: Kind, key: ObjectKey, propagation: Propagation,
+                       preconditions: Mapping[str, str] | None) -> Obj | None:
+        before = storage.get(kind, key)
+        result = storage.delete(kind, key, propagation=propagation, preconditions=preconditions)
+        if result is None and before is not None and isinstance(before.get("metadata"), dict):
+            with self._lock:
+                for reactor in self._engine.reactors:
+                    reactor.removed(group_kind(kind), before)
+                self._engine.settle()
+        return result
+
+    def _revision(self) -> int:
+        with self._lock:
+            return self._store.revision
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ServerError("the embedded cluster is closed")
+
+    def _restore(self, journal: Journal) -> None:
+        saved = journal.load()
+        for info in saved.kinds:
+            self._registry.add(info, origin=REGISTERED)
+        for gk, obj in saved.objects:
+            self._store.restore(gk, obj)
+        self._store.restore_revision(saved.revision)
+        # the controllers start with a full resync, as after a restart: CRDs first (their kinds)
+        for gk in sorted(self._store.group_kinds(), key=lambda g: g != CRD_GK):
+            for obj in self._store.objects(gk):
+                for reactor in self._engine.reactors:
+                    reactor.written(gk, None, obj)
+            if gk == CRD_GK:
+                self._engine.settle()
+        self._store.subscribe(journal.record)
+
+    def _compact(self, journal: Journal) -> None:
+        objects = [(gk, obj) for gk in self._store.group_kinds() for obj in self._store.objects(gk)]
+        journal.compact(self._store.revision, self._registry.registered(), objects)
+
+
+def _body(obj: Obj) -> Obj:
+    body = request_body(obj)
+    if not body.get("apiVersion") or not body.get("kind"):
+        missing = "Kind" if not body.get("kind") else "apiVersion"
+        raise BadRequest(f"Object '{missing}' is missing in the request")
+    return body
+
+
+def _render(obj: Obj, kind: Kind) -> Obj:
+    """What leaves the cluster: a private copy, in the version it was asked for."""
+    out: Obj = clone(obj)
+    out["apiVersion"] = kind.api_version
+    return out
+
+
+def _patched_body(result: Any, current: Obj, kind: Kind, key: ObjectKey) -> Obj:
+    if not isinstance(result, dict):
+        raise BadRequest("the patched object must be a JSON object")
+    body = request_body(result)
+    meta = body["metadata"]
+    if meta.get("name") != key.name:
+        raise BadRequest(f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+                         f"({key.name})")
+    if key.namespace and meta.get("namespace") != key.namespace:
+        raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+    if Kind.of(body) != kind:
+        raise BadRequest(f"the patch may not change apiVersion or kind (from {kind.api_version}/{kind.kind} to "
+                         f"{body.get('apiVersion')}/{body.get('kind')})")
+    if not meta.get("resourceVersion"):
+        meta["resourceVersion"] = current["metadata"]["resourceVersion"]  # a patch without one is not conditional
+    return body
