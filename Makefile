@@ -25,7 +25,7 @@ bench: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy deltapipe krmfn porchkit
+	$(VENV)/bin/mypy deltapipe krmfn porchkit reconcile
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache *.egg-info

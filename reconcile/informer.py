@@ -1,0 +1,226 @@
+"""Informer: one shared list+watch of a kind, kept in a local cache, with indexes and handlers.
+
+Promises:
+  * after `synced` is set, the cache holds every object the list returned, then every change
+    the watch delivered, in resourceVersion order; handlers see each change exactly once, as
+    (old, new) with old None for an addition and new None for a deletion;
+  * a watch that ends or breaks resumes from the last resourceVersion seen (bookmarks included),
+    so nothing is lost or repeated; a `Gone` answer triggers one relist, whose differences with
+    the cache reach the handlers as ordinary changes; other failures retry with back-off;
+  * `last_activity` (clock.monotonic()) moves with every event and bookmark, for health checks
+    that must notice a watch gone silent.
+Does not: decide what a change means (controllers map changes to keys), or write to the cluster.
+Cached objects are shared: read them, never change them (copy first).
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from reconcile.clock import SYSTEM_CLOCK, Clock
+from reconcile.cluster import Cluster, Kind, LabelSelector, Obj, ObjectKey
+from reconcile.errors import Gone
+from reconcile.ratelimit import ItemBackoff
+
+Handler = Callable[[Obj | None, Obj | None], None]
+IndexFunc = Callable[[Obj], Iterable[str]]
+Transform = Callable[[Obj], Obj]
+Change = tuple[Obj | None, Obj | None]  # (old, new): None for an addition's old, a deletion's new
+
+log = logging.getLogger("porchkit.informer")
+
+
+def drop_managed_fields(obj: Obj) -> Obj:
+    """The default transform: managedFields are often most of an object's size and no controller
+    reads them."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return obj
+
+
+def metadata_only(obj: Obj) -> Obj:
+    """A transform keeping only apiVersion, kind and metadata (without managedFields)."""
+    return drop_managed_fields({k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj})
+
+
+def by_namespace(obj: Obj) -> list[str]:
+    return [ObjectKey.of(obj).namespace]
+
+
+def by_owner_uid(obj: Obj) -> list[str]:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return [str(ref.get("uid")) for ref in refs if isinstance(ref, dict) and ref.get("uid")]
+
+
+class Informer:
+    def __init__(self, cluster: Cluster, kind: Kind, *, namespace: str = "", labels: LabelSelector = None,
+                 transform: Transform = drop_managed_fields, clock: Clock = SYSTEM_CLOCK,
+                 watch_timeout: float = 300.0, backoff: ItemBackoff | None = None) -> None:
+        self.cluster, self.kind, self.namespace, self.labels = cluster, kind, namespace, labels
+        self.transform, self.clock, self.watch_timeout = transform, clock, watch_timeout
+        self.backoff = backoff or ItemBackoff(first=0.5, cap=30.0)
+        self.synced = threading.Event()
+        self.listing = False  # True while handlers receive the changes a list found
+        self.relists = 0
+        self.last_activity = clock.monotonic()
+        self._lock = threading.RLock()
+        self._cache: dict[ObjectKey, Obj] = {}
+        self._indexers: dict[str, IndexFunc] = {"namespace": by_namespace, "owner": by_owner_uid}
+        self._indexes: dict[str, dict[str, set[ObjectKey]]] = {name: {} for name in self._indexers}
+        self._handlers: list[Handler] = []
+        self._resource_version = ""
+        self._wake = threading.Condition()
+
+    # --- configuration (before run) -------------------------------------------------------
+
+    def add_handler(self, handler: Handler) -> None:
+        """Call `handler(old, new)` for every change; objects already cached are replayed as
+        additions, so a handler added late still sees everything."""
+        with self._lock:
+            self._handlers.append(handler)
+            current = list(self._cache.values())
+        self.listing = True
+        try:
+            for obj in current:
+                handler(None, obj)
+        finally:
+            self.listing = False
+
+    def add_index(self, name: str, index: IndexFunc) -> None:
+        with self._lock:
+            self._indexers[name] = index
+            self._indexes[name] = {}
+            for key, obj in self._cache.items():
+                self._index(name, key, obj)
+
+    # --- cache reads ------------------------------------------------------------------------
+
+    def get(self, key: ObjectKey) -> Obj | None:
+        with self._lock:
+            return self._cache.get(key)
+
+    def list(self, namespace: str = "") -> list[Obj]:
+        with self._lock:
+            if not namespace:
+                return list(self._cache.values())
+            return [self._cache[k] for k in self._indexes["namespace"].get(namespace, ())]
+
+    def by_index(self, name: str, value: str) -> builtins.list[Obj]:
+        with self._lock:
+            return [self._cache[k] for k in self._indexes[name].get(value, ())]
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    # --- running ------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """List, then watch until `stop` is set; meant to run on its own thread."""
+        while not stop.is_set():
+            try:
+                if not self._resource_version:
+                    self._relist()
+                self._watch(stop)
+                self.backoff.forget(self.kind)
+            except Gone:
+                log.info("watch of %s expired at resourceVersion %s: relisting", self.kind, self._resource_version)
+                self._resource_version = ""
+            except Exception as err:  # any failure of the connection or the server: back off, resume
+                delay = self.backoff.when(self.kind)
+                log.warning("watch of %s failed (%s): retrying in %.1fs", self.kind, err, delay)
+                with self._wake:
+                    deadline = self.clock.monotonic() + delay
+                    while not stop.is_set() and self.clock.monotonic() < deadline:
+                        self.clock.wait(self._wake, deadline - self.clock.monotonic())
+
+    def wake(self) -> None:
+        """Interrupt a back-off wait (used on shutdown)."""
+        with self._wake:
+            self._wake.notify_all()
+
+    def _relist(self) -> None:
+        result = self.cluster.list(self.kind, namespace=self.namespace, labels=self.labels)
+        self.relists += 1
+        fresh = {ObjectKey.of(obj): self.transform(obj) for obj in result.items}
+        with self._lock:
+            gone = [key for key in self._cache if key not in fresh]
+            changes: list[Change] = [(self._cache.get(key), obj) for key, obj in fresh.items()
+                       if _version(self._cache.get(key)) != _version(obj)]
+            changes += [(self._cache[key], None) for key in gone]
+            for old, new in changes:
+                self._store(old, new)
+            self._resource_version = result.resource_version
+        self.last_activity = self.clock.monotonic()
+        self.listing = True
+        try:
+            self._notify(changes)
+        finally:
+            self.listing = False
+        self.synced.set()
+
+    def _watch(self, stop: threading.Event) -> None:
+        events = self.cluster.watch(self.kind, resource_version=self._resource_version, namespace=self.namespace,
+                                    labels=self.labels, timeout=self.watch_timeout)
+        try:
+            for event in events:
+                self.last_activity = self.clock.monotonic()
+                version = _version(event.object)
+                if event.type != "BOOKMARK":
+                    self._apply(event.type, self.transform(event.object))
+                if version:
+                    self._resource_version = version
+                if stop.is_set():
+                    return
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+
+    def _apply(self, event_type: str, obj: Obj) -> None:
+        key = ObjectKey.of(obj)
+        with self._lock:
+            old = self._cache.get(key)
+            new = None if event_type == "DELETED" else obj
+            if old is None and new is None:
+                return
+            self._store(old, new)
+        self._notify([(old, new)])
+
+    def _store(self, old: Obj | None, new: Obj | None) -> None:
+        key = ObjectKey.of(new if new is not None else old)  # type: ignore[arg-type]
+        if old is not None:
+            for name in self._indexers:
+                self._unindex(name, key, old)
+        if new is None:
+            self._cache.pop(key, None)
+        else:
+            self._cache[key] = new
+            for name in self._indexers:
+                self._index(name, key, new)
+
+    def _index(self, name: str, key: ObjectKey, obj: Obj) -> None:
+        for value in self._indexers[name](obj):
+            self._indexes[name].setdefault(value, set()).add(key)
+
+    def _unindex(self, name: str, key: ObjectKey, obj: Obj) -> None:
+        for value in self._indexers[name](obj):
+            bucket = self._indexes[name].get(value)
+            if bucket is not None:
+                bucket.discard(key)
+                if not bucket:
+                    del self._indexes[name][value]
+
+    def _notify(self, changes: builtins.list[Change]) -> None:
+        for old, new in changes:
+            for handler in list(self._handlers):
+                handler(old, new)
+
+
+def _version(obj: Any) -> str:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""

@@ -1,0 +1,160 @@
+"""Controllers on the embedded cluster: events to keys, outcomes, back-off, exclusivity."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+from reconcile import FakeClock, Kind, ObjectKey, Terminal
+from reconcile.cache import InformerCache
+from reconcile.controller import Controller, Owns, Watches
+from reconcile.embedded import EmbeddedCluster
+from reconcile.outcome import Done, RequeueAfter
+from tests.reconcile.test_informer import configmap, eventually
+
+CONFIGMAP = Kind("v1", "ConfigMap")
+SECRET = Kind("v1", "Secret")
+
+
+@pytest.fixture
+def stop() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def start(cluster: EmbeddedCluster, controller: Controller, stop: threading.Event) -> InformerCache:
+    cache = InformerCache(cluster)
+    controller.bind(cache)
+    cache.start(stop)
+    assert cache.wait_synced(5)
+    controller.run(stop)
+    stop_queue = threading.Thread(target=lambda: (stop.wait(), controller.queue.shutdown()), daemon=True)
+    stop_queue.start()
+    return cache
+
+
+def test_a_change_to_an_object_reconciles_its_key(stop: threading.Event) -> None:
+    cluster = EmbeddedCluster()
+    seen: list[ObjectKey] = []
+    controller = Controller("cm", CONFIGMAP, lambda key: seen.append(key) or Done())
+    start(cluster, controller, stop)
+    cluster.create(configmap("a"))
+    eventually(lambda: ObjectKey("default", "a") in seen)
+
+
+def test_a_child_reconciles_its_controller_owner(stop: threading.Event) -> None:
+    cluster = EmbeddedCluster()
+    owner = cluster.create(configmap("parent"))
+    seen: list[ObjectKey] = []
+    controller = Controller("cm", CONFIGMAP, lambda key: seen.append(key) or Done(), watches=[Owns(SECRET)])
+    start(cluster, controller, stop)
+    eventually(lambda: seen == [ObjectKey("default", "parent")])
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "child", "namespace": "default",
+              "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "parent",
+                                   "uid": owner["metadata"]["uid"], "controller": True}]}}
+    cluster.create(secret)
+    eventually(lambda: len(seen) == 2)
+    assert seen[1] == ObjectKey("default", "parent")
+
+
+def test_watches_map_other_kinds_to_keys(stop: threading.Event) -> None:
+    cluster = EmbeddedCluster()
+    seen: list[ObjectKey] = []
+    controller = Controller("cm", CONFIGMAP, lambda key: seen.append(key) or Done(),
+                            watches=[Watches(SECRET, lambda obj: [ObjectKey("default", "from-secret")])])
+    start(cluster, controller, stop)
+    cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}})
+    eventually(lambda: ObjectKey("default", "from-secret") in seen)
+
+
+def test_a_failing_reconcile_is_retried_with_growing_delays_and_recovers() -> None:
+    clock = FakeClock()
+    calls: list[float] = []
+
+    def reconcile(key: ObjectKey) -> Done:
+        calls.append(clock.monotonic())
+        if len(calls) < 4:
+            raise RuntimeError("not yet")
+        return Done()
+
+    controller = Controller("flaky", CONFIGMAP, reconcile, clock=clock)
+    key = ObjectKey("default", "a")
+    controller.queue.add(key)
+    results = []
+    for _ in range(200):
+        for ready in controller.queue.pop_ready():
+            results.append(controller.process(ready))
+            controller.queue.done(ready)
+        clock.advance(0.001)
+    assert results == ["error", "error", "error", "success"]
+    gaps = [round(b - a, 3) for a, b in zip(calls, calls[1:], strict=False)]
+    assert gaps[0] < gaps[1] < gaps[2]
+    assert controller.queue.num_requeues(key) == 0
+
+
+def test_a_terminal_error_is_not_retried() -> None:
+    clock = FakeClock()
+    calls = Counter[ObjectKey]()
+
+    def reconcile(key: ObjectKey) -> None:
+        calls[key] += 1
+        raise Terminal("the spec is invalid")
+
+    controller = Controller("strict", CONFIGMAP, reconcile, clock=clock)
+    controller.queue.add(ObjectKey("default", "a"))
+    for _ in range(3):
+        for ready in controller.queue.pop_ready():
+            assert controller.process(ready) == "terminal_error"
+            controller.queue.done(ready)
+        clock.advance(100)
+    assert calls == {ObjectKey("default", "a"): 1}
+
+
+def test_requeue_after_brings_the_key_back_after_the_delay() -> None:
+    clock = FakeClock()
+    controller = Controller("poll", CONFIGMAP, lambda key: RequeueAfter(30.0), clock=clock)
+    key = ObjectKey("default", "a")
+    controller.queue.add(key)
+    (ready,) = controller.queue.pop_ready()
+    assert controller.process(ready) == "requeue_after"
+    controller.queue.done(ready)
+    clock.advance(29.9)
+    assert controller.queue.pop_ready() == []
+    clock.advance(0.2)
+    assert controller.queue.pop_ready() == [key]
+
+
+def test_a_key_is_never_reconciled_by_two_workers_at_once(stop: threading.Event) -> None:
+    cluster = EmbeddedCluster()
+    active: set[ObjectKey] = set()
+    overlaps: list[ObjectKey] = []
+    done = Counter[ObjectKey]()
+    lock = threading.Lock()
+
+    def reconcile(key: ObjectKey) -> Done:
+        with lock:
+            if key in active:
+                overlaps.append(key)
+            active.add(key)
+        time.sleep(0.001)
+        with lock:
+            active.discard(key)
+            done[key] += 1
+        return Done()
+
+    controller = Controller("busy", CONFIGMAP, reconcile, workers=4)
+    start(cluster, controller, stop)
+    objs = [cluster.create(configmap(f"cm{i}", v="0")) for i in range(5)]
+    for round_ in range(1, 20):
+        for obj in objs:
+            current = cluster.get(CONFIGMAP, ObjectKey.of(obj))
+            assert current is not None
+            cluster.update({**current, "data": {"v": str(round_)}})
+    eventually(lambda: controller.queue.len() == 0 and not active)
+    assert overlaps == []
+    assert set(done) == {ObjectKey.of(o) for o in objs}

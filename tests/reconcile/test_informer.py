@@ -1,0 +1,189 @@
+"""Informers on the embedded cluster: lists, watches, resumes, relists, indexes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from reconcile import Gone, Kind, ObjectKey, WatchEvent
+from reconcile.embedded import EmbeddedCluster
+from reconcile.informer import Informer, metadata_only
+
+CONFIGMAP = Kind("v1", "ConfigMap")
+
+
+def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
+            "data": data}
+
+
+def eventually(check: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.005)
+
+
+class Recorder:
+    """A handler that remembers every change it was given."""
+
+    def __init__(self) -> None:
+        self.changes: list[tuple[str, str, str]] = []  # (change, name, resourceVersion)
+
+    def __call__(self, old: dict | None, new: dict | None) -> None:
+        obj = new if new is not None else old
+        change = "added" if old is None else "deleted" if new is None else "updated"
+        assert obj is not None
+        self.changes.append((change, obj["metadata"]["name"], obj["metadata"]["resourceVersion"]))
+
+
+class FlakyWatches:
+    """The embedded cluster, except that watches break after `every` events (a cut connection),
+    or answer Gone once when asked to."""
+
+    def __init__(self, cluster: EmbeddedCluster, every: int | None = None) -> None:
+        self.cluster, self.every, self.watches, self.gone_once = cluster, every, 0, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cluster, name)
+
+    def watch(self, kind: Kind, **options: Any) -> Iterator[WatchEvent]:
+        self.watches += 1
+        if self.gone_once:
+            self.gone_once = False
+            raise Gone("too old resource version")
+        events = self.cluster.watch(kind, **options)
+        if self.every is None:
+            return events
+        return self._cut(events)
+
+    def _cut(self, events: Iterator[WatchEvent]) -> Iterator[WatchEvent]:
+        for count, event in enumerate(events, start=1):
+            yield event
+            if count >= self.every:
+                raise ConnectionResetError("connection cut")
+
+
+@pytest.fixture
+def running() -> Iterator[Any]:
+    stop = threading.Event()
+    started: list[Informer] = []
+
+    def start(informer: Informer) -> Informer:
+        threading.Thread(target=informer.run, args=(stop,), daemon=True).start()
+        started.append(informer)
+        assert informer.synced.wait(5)
+        return informer
+
+    yield start
+    stop.set()
+    for informer in started:
+        informer.wake()
+
+
+def test_the_first_list_fills_the_cache_and_reaches_handlers_as_additions(running: Any) -> None:
+    cluster = EmbeddedCluster()
+    cluster.create(configmap("a"))
+    cluster.create(configmap("b", namespace="kube-system"))
+    informer = Informer(cluster, CONFIGMAP)
+    recorder = Recorder()
+    informer.add_handler(recorder)
+    running(informer)
+    assert sorted(name for _, name, _ in recorder.changes) == ["a", "b"]
+    assert informer.get(ObjectKey("default", "a")) is not None
+    assert [o["metadata"]["name"] for o in informer.list("kube-system")] == ["b"]
+
+
+def test_changes_reach_handlers_exactly_once_in_order(running: Any) -> None:
+    cluster = EmbeddedCluster()
+    informer = running(Informer(cluster, CONFIGMAP))
+    recorder = Recorder()
+    informer.add_handler(recorder)
+    created = cluster.create(configmap("a", v="1"))
+    updated = cluster.update({**created, "data": {"v": "2"}})
+    cluster.delete(CONFIGMAP, ObjectKey("default", "a"))
+    eventually(lambda: len(recorder.changes) == 3)
+    assert [(c, n) for c, n, _ in recorder.changes] == [("added", "a"), ("updated", "a"), ("deleted", "a")]
+    assert recorder.changes[1][2] == updated["metadata"]["resourceVersion"]
+    assert informer.get(ObjectKey("default", "a")) is None
+
+
+def test_a_watch_cut_mid_stream_resumes_without_losing_or_repeating_an_event(running: Any) -> None:
+    cluster = EmbeddedCluster()
+    flaky = FlakyWatches(cluster, every=3)
+    informer = Informer(flaky, CONFIGMAP)  # type: ignore[arg-type]
+    informer.backoff.first = 0.001
+    recorder = Recorder()
+    informer.add_handler(recorder)
+    running(informer)
+    for i in range(20):
+        cluster.create(configmap(f"cm{i}"))
+    eventually(lambda: len(recorder.changes) == 20)
+    time.sleep(0.05)
+    assert [n for _, n, _ in recorder.changes] == [f"cm{i}" for i in range(20)]
+    assert flaky.watches >= 7 and informer.relists == 1
+
+
+def test_an_expired_resource_version_triggers_exactly_one_relist(running: Any) -> None:
+    cluster = EmbeddedCluster()
+    flaky = FlakyWatches(cluster, every=1)
+    informer = Informer(flaky, CONFIGMAP)  # type: ignore[arg-type]
+    informer.backoff.first = 0.001
+    recorder = Recorder()
+    informer.add_handler(recorder)
+    running(informer)
+    flaky.gone_once = True
+    cluster.create(configmap("a"))
+    eventually(lambda: [n for _, n, _ in recorder.changes] == ["a"])
+    cluster.create(configmap("b"))
+    eventually(lambda: len(recorder.changes) == 2)
+    assert informer.relists == 2  # the first list, and one after Gone
+
+
+def test_a_relist_reports_what_changed_while_the_watch_was_away() -> None:
+    cluster = EmbeddedCluster()
+    for name in ("keep", "change", "remove"):
+        cluster.create(configmap(name))
+    informer = Informer(cluster, CONFIGMAP)
+    recorder = Recorder()
+    informer.add_handler(recorder)
+    informer._relist()
+    changed = cluster.get(CONFIGMAP, ObjectKey("default", "change"))
+    assert changed is not None
+    cluster.update({**changed, "data": {"x": "1"}})
+    cluster.delete(CONFIGMAP, ObjectKey("default", "remove"))
+    cluster.create(configmap("new"))
+    recorder.changes.clear()
+    informer._relist()
+    assert sorted((c, n) for c, n, _ in recorder.changes) == [("added", "new"), ("deleted", "remove"),
+                                                              ("updated", "change")]
+
+
+def test_indexes_find_objects_by_owner_and_custom_keys(running: Any) -> None:
+    cluster = EmbeddedCluster()
+    owner = cluster.create(configmap("owner"))
+    uid = owner["metadata"]["uid"]
+    child = configmap("child")
+    child["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid}]
+    cluster.create(child)
+    informer = Informer(cluster, CONFIGMAP)
+    informer.add_index("data-key", lambda obj: list((obj.get("data") or {}).keys()))
+    running(informer)
+    assert [o["metadata"]["name"] for o in informer.by_index("owner", uid)] == ["child"]
+    cluster.create(configmap("tagged", color="red"))
+    eventually(lambda: len(informer.by_index("data-key", "color")) == 1)
+
+
+def test_the_cache_drops_managed_fields_and_can_keep_metadata_only(running: Any) -> None:
+    cluster = EmbeddedCluster()
+    cluster.apply(configmap("a", big="x" * 100), field_manager="me")
+    full = running(Informer(cluster, CONFIGMAP))
+    slim = running(Informer(cluster, CONFIGMAP, transform=metadata_only))
+    cached = full.get(ObjectKey("default", "a"))
+    assert cached is not None and "managedFields" not in cached["metadata"] and cached["data"]["big"]
+    assert set(slim.get(ObjectKey("default", "a")) or {}) == {"apiVersion", "kind", "metadata"}
