@@ -1,4 +1,5 @@
-"""The shared cache: one informer per (kind, namespace, label selector), for all controllers.
+"""The shared cache: one informer per scope (kind, namespace, label selector, metadata only),
+shared by all controllers.
 
 The manager owns one `InformerCache`; controllers ask it for informers while they are wired,
 then read from it while they reconcile. Reads are fast, read-only and possibly a little stale:
@@ -9,30 +10,38 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any
 
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey
 from reconcile.informer import Informer, Transform, drop_managed_fields
+from reconcile.informer import metadata_only as keep_metadata_only
 
 
 class InformerCache:
     def __init__(self, cluster: Cluster, *, clock: Clock = SYSTEM_CLOCK,
                  transform: Transform = drop_managed_fields) -> None:
         self.cluster, self.clock, self.transform = cluster, clock, transform
-        self._informers: dict[tuple[Kind, str, str], Informer] = {}
+        self._informers: dict[tuple[Kind, str, str, bool], Informer] = {}
+        self._threads: list[threading.Thread] = []
         self._stop: threading.Event | None = None  # set once the cache runs
         self._lock = threading.Lock()
 
-    def informer(self, kind: Kind, *, namespace: str = "", labels: Any = None) -> Informer:
-        """The informer for this scope, created on first use (and started if the cache runs)."""
-        scope = (kind, namespace, json.dumps(labels, sort_keys=True) if labels is not None else "")
+    def informer(self, kind: Kind, *, namespace: str = "", labels: Any = None,
+                 metadata_only: bool = False) -> Informer:
+        """The informer for this scope, created on first use (and started if the cache runs).
+
+        `metadata_only` caches only apiVersion, kind and metadata: for kinds a controller only
+        needs to find (the children it owns, objects it maps to keys), at a fraction of the memory."""
+        scope = (kind, namespace, json.dumps(labels, sort_keys=True) if labels is not None else "", metadata_only)
         with self._lock:
             found = self._informers.get(scope)
             if found is not None:
                 return found
+            transform = keep_metadata_only if metadata_only else self.transform
             found = self._informers[scope] = Informer(self.cluster, kind, namespace=namespace, labels=labels,
-                                                       transform=self.transform, clock=self.clock)
+                                                       transform=transform, clock=self.clock)
             stop = self._stop
         if stop is not None:
             self._run(found, stop)
@@ -51,7 +60,10 @@ class InformerCache:
             self._run(informer, stop)
 
     def _run(self, informer: Informer, stop: threading.Event) -> None:
-        threading.Thread(target=informer.run, args=(stop,), daemon=True, name=f"informer-{informer.kind.kind}").start()
+        thread = threading.Thread(target=informer.run, args=(stop,), daemon=True, name=f"informer-{informer.kind.kind}")
+        with self._lock:
+            self._threads.append(thread)
+        thread.start()
 
     def wait_synced(self, timeout: float) -> bool:
         """Whether every informer finished its first list within `timeout` (real) seconds."""
@@ -70,9 +82,17 @@ class InformerCache:
             return 0.0
         return self.clock.monotonic() - min(informer.last_activity for informer in informers)
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> bool:
+        """After the `stop` event given to `start` is set: end every watch and wait up to `timeout`
+        (real) seconds for the informer threads; False if one is still running."""
         for informer in self.informers:
             informer.wake()
+        with self._lock:
+            threads, self._threads = self._threads, []
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in threads)
 
     def _cluster_wide(self, kind: Kind) -> Informer:
         return self.informer(kind)

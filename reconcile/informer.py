@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -48,8 +49,47 @@ def metadata_only(obj: Obj) -> Obj:
     return drop_managed_fields({k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj})
 
 
+# Metadata fields whose values are unique to one object: sharing them would only grow the table.
+_UNIQUE_FIELDS = frozenset(("name", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+                            "generateName", "selfLink"))
+_SHARED_LENGTH = 40  # longer strings are rarely repeated between objects
+
+
+def share_strings(obj: Obj) -> Obj:
+    """A copy of `obj` whose keys and short string values are interned.
+
+    Objects decoded one by one (every watch event is its own JSON document) each carry their own
+    copies of "apiVersion", "v1", the namespace, label keys and values...; in a cache of many
+    similar objects those copies are a third of the memory. Values unique to one object (name,
+    uid, timestamps) are left alone."""
+    out = {}
+    for key, value in obj.items():
+        if key == "metadata" and isinstance(value, dict):
+            value = {sys.intern(k): v if k in _UNIQUE_FIELDS else _shared(v) for k, v in value.items()}
+        else:
+            value = _shared(value)
+        out[sys.intern(key)] = value
+    return out
+
+
+def _shared(value: Any, intern: Callable[[str], str] = sys.intern) -> Any:
+    if isinstance(value, str):
+        return intern(value) if len(value) <= _SHARED_LENGTH else value
+    if isinstance(value, dict):
+        return {intern(k) if isinstance(k, str) else k: _shared(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shared(v) for v in value]
+    return value
+
+
 def by_namespace(obj: Obj) -> list[str]:
     return [ObjectKey.of(obj).namespace]
+
+
+def by_labels(obj: Obj) -> list[str]:
+    """An index function: one `key=value` entry per label (`informer.by_index("labels", "app=web")`)."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return [f"{key}={value}" for key, value in labels.items()] if isinstance(labels, dict) else []
 
 
 def by_owner_uid(obj: Obj) -> list[str]:
@@ -58,6 +98,12 @@ def by_owner_uid(obj: Obj) -> list[str]:
 
 
 class Informer:
+    """The list+watch of one kind in one scope (namespace, label selector), and its cache.
+
+    Indexes "namespace" and "owner" (owner uid) are built in; `add_index` adds others, such as
+    `by_labels` or any function of the object. `transform` shapes every object before it is
+    cached (the default drops managedFields; `metadata_only` keeps just the metadata)."""
+
     def __init__(self, cluster: Cluster, kind: Kind, *, namespace: str = "", labels: LabelSelector = None,
                  transform: Transform = drop_managed_fields, clock: Clock = SYSTEM_CLOCK,
                  watch_timeout: float = 300.0, backoff: ItemBackoff | None = None) -> None:
@@ -74,6 +120,7 @@ class Informer:
         self._indexes: dict[str, dict[str, set[ObjectKey]]] = {name: {} for name in self._indexers}
         self._handlers: list[Handler] = []
         self._resource_version = ""
+        self._stream: Iterable[Any] | None = None  # the open watch, closed by wake()
         self._wake = threading.Condition()
 
     # --- configuration (before run) -------------------------------------------------------
@@ -139,14 +186,20 @@ class Informer:
                         self.clock.wait(self._wake, deadline - self.clock.monotonic())
 
     def wake(self) -> None:
-        """Interrupt a back-off wait (used on shutdown)."""
+        """Interrupt a back-off wait or an open watch (after setting the `stop` given to run)."""
+        close = getattr(self._stream, "close", None)
+        if close is not None:
+            try:
+                close()
+            except ValueError:
+                pass  # a generator mid-step cannot be closed from another thread; it ends at its timeout
         with self._wake:
             self._wake.notify_all()
 
     def _relist(self) -> None:
         result = self.cluster.list(self.kind, namespace=self.namespace, labels=self.labels)
         self.relists += 1
-        fresh = {ObjectKey.of(obj): self.transform(obj) for obj in result.items}
+        fresh = {ObjectKey.of(obj): share_strings(self.transform(obj)) for obj in result.items}
         with self._lock:
             gone = [key for key in self._cache if key not in fresh]
             changes: list[Change] = [(self._cache.get(key), obj) for key, obj in fresh.items()
@@ -166,17 +219,23 @@ class Informer:
     def _watch(self, stop: threading.Event) -> None:
         events = self.cluster.watch(self.kind, resource_version=self._resource_version, namespace=self.namespace,
                                     labels=self.labels, timeout=self.watch_timeout)
+        self._stream = events
+        if stop.is_set():  # stopped while the watch was being opened: wake() could not close it
+            self._stream = None
+            getattr(events, "close", lambda: None)()
+            return
         try:
             for event in events:
                 self.last_activity = self.clock.monotonic()
                 version = _version(event.object)
                 if event.type != "BOOKMARK":
-                    self._apply(event.type, self.transform(event.object))
+                    self._apply(event.type, share_strings(self.transform(event.object)))
                 if version:
                     self._resource_version = version
                 if stop.is_set():
                     return
         finally:
+            self._stream = None
             close = getattr(events, "close", None)
             if close is not None:
                 close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -9,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from reconcile import Gone, Kind, ObjectKey, WatchEvent
+from reconcile import FakeClock, Gone, Kind, ObjectKey, WatchEvent
+from reconcile.cache import InformerCache
 from reconcile.embedded import EmbeddedCluster
-from reconcile.informer import Informer, metadata_only
+from reconcile.informer import Informer, by_labels, metadata_only, share_strings
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 
@@ -187,3 +189,81 @@ def test_the_cache_drops_managed_fields_and_can_keep_metadata_only(running: Any)
     cached = full.get(ObjectKey("default", "a"))
     assert cached is not None and "managedFields" not in cached["metadata"] and cached["data"]["big"]
     assert set(slim.get(ObjectKey("default", "a")) or {}) == {"apiVersion", "kind", "metadata"}
+
+
+def test_a_label_index_finds_objects_by_key_and_value(running: Any) -> None:
+    cluster = EmbeddedCluster()
+    for name, app in (("a", "web"), ("b", "db"), ("c", "web")):
+        obj = configmap(name)
+        obj["metadata"]["labels"] = {"app": app}
+        cluster.create(obj)
+    informer = Informer(cluster, CONFIGMAP)
+    informer.add_index("labels", by_labels)
+    running(informer)
+    assert sorted(o["metadata"]["name"] for o in informer.by_index("labels", "app=web")) == ["a", "c"]
+    moved = cluster.get(CONFIGMAP, ObjectKey("default", "c"))
+    assert moved is not None
+    moved["metadata"]["labels"] = {"app": "db"}
+    cluster.update(moved)
+    eventually(lambda: len(informer.by_index("labels", "app=db")) == 2)
+    assert [o["metadata"]["name"] for o in informer.by_index("labels", "app=web")] == ["a"]
+
+
+def test_cached_objects_share_repeated_strings_but_equal_what_the_server_sent() -> None:
+    first = json.loads(json.dumps(configmap("first", region="eu-west-1")))
+    second = json.loads(json.dumps(configmap("second", region="eu-west-1")))
+    a, b = share_strings(first), share_strings(second)
+    assert a == first and b == second
+    assert a["data"]["region"] is b["data"]["region"]
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
+    assert next(iter(a)) is next(iter(b))  # the key "apiVersion"
+
+
+def test_the_shared_cache_keeps_metadata_only_informers_apart_from_full_ones() -> None:
+    cluster = EmbeddedCluster()
+    cluster.create(configmap("a", big="x" * 100))
+    cache = InformerCache(cluster)
+    full, slim = cache.informer(CONFIGMAP), cache.informer(CONFIGMAP, metadata_only=True)
+    assert full is not slim and cache.informer(CONFIGMAP, metadata_only=True) is slim
+    stop = threading.Event()
+    cache.start(stop)
+    try:
+        assert cache.wait_synced(5)
+        assert "data" not in (slim.get(ObjectKey("default", "a")) or {})
+        assert (full.get(ObjectKey("default", "a")) or {})["data"]["big"] == "x" * 100
+    finally:
+        stop.set()
+        assert cache.stop(timeout=5)
+
+
+def test_stopping_the_cache_ends_open_watches_at_once() -> None:
+    cluster = EmbeddedCluster()
+    cache = InformerCache(cluster)
+    cache.informer(CONFIGMAP)
+    stop = threading.Event()
+    cache.start(stop)
+    assert cache.wait_synced(5)
+    eventually(lambda: cluster.watchers() == 1)
+    stop.set()
+    started = time.monotonic()
+    assert cache.stop(timeout=5)  # the watch's own timeout is minutes away
+    assert time.monotonic() - started < 2
+    assert cluster.watchers() == 0
+
+
+def test_bookmarks_keep_a_quiet_watch_fresh() -> None:
+    clock = FakeClock()
+    cluster = EmbeddedCluster(clock=clock, bookmark_interval=10)
+    informer = Informer(cluster, CONFIGMAP, clock=clock)
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        assert informer.synced.wait(5)
+        eventually(lambda: cluster.watchers() == 1)
+        clock.advance(25)  # nothing changes, but the server sends bookmarks
+        eventually(lambda: clock.monotonic() - informer.last_activity < 15)
+    finally:
+        stop.set()
+        informer.wake()
+        thread.join(5)
