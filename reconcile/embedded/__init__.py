@@ -3,7 +3,7 @@
 `EmbeddedCluster` is the face (cluster.py); `Storage` (storage.py) is the seam through which a
 kind is served by code instead of the generic store, as the embedded Porch serves
 PackageRevisions from git. Everything else is private: `_engine` (the request path), `_store`
-(objects, revisions, change log), `_watch`, `_gc`, `_namespaces`, `_crds`, `_fields`,
+(objects, revisions, change log), `_watch`, `_gc`, `_namespaces`, `_crds`, `_defaults`, `_fields`,
 `_apply`, `_lifecycle`, `_validation`, `_kinds`, `_persist` and `_errors`. See
 docs/embedded-cluster.md.
 """

@@ -2,11 +2,12 @@
 
 Admission checks a CRD the way the server validates one (name is `<plural>.<group>`, a group
 with a dot, a kind, a scope of Namespaced or Cluster that never changes, versions with exactly
-one storage version). Once stored, its served versions are served at once, each with the CRD's
-scope, plural and subresources (`versions[].subresources`, or the older top-level
-`spec.subresources`); its status gets `acceptedNames`, `storedVersions` and the
-`NamesAccepted` and `Established` conditions (a separate status write, as the server's
-controllers make it). An update of the CRD re-syncs what is served.
+one storage version, selectable fields that are paths). Once stored, its served versions are
+served at once, each with the CRD's scope, plural, status subresource (`versions[].subresources`,
+or the older top-level `spec.subresources`; `scale` is not served) and the field labels of its `selectableFields`; its
+status gets `acceptedNames`, `storedVersions` and the `NamesAccepted` and `Established`
+conditions (a separate status write, as the server's controllers make it). An update of the
+CRD re-syncs what is served.
 
 Deleting a CRD adds the `customresourcecleanup.apiextensions.k8s.io` finalizer and the
 `Terminating` condition; its objects are deleted (creating new ones is refused with
@@ -31,7 +32,9 @@ from reconcile.embedded._validation import name_problem
 CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
 MANAGER = "kube-apiserver"
 CRD_GK = group_kind(CRD)
-_SUBRESOURCES = ("status", "scale")
+# The subresources served for a CRD's kinds. `scale` (a Scale object mapped onto the replicas
+# paths) is not modelled, so it is not served: a request for it is NotFound rather than wrong.
+_SUBRESOURCES = ("status",)
 
 
 def origin(name: str) -> str:
@@ -52,6 +55,18 @@ def served(crd: Obj) -> list[ResourceInfo]:
         infos.append(ResourceInfo(Kind(f"{group}/{version['name']}", names["kind"]), names["plural"],
                                   spec["scope"] == "Namespaced", subresources))
     return infos
+
+
+def selectable(crd: Obj) -> dict[Kind, frozenset[str]]:
+    """The field labels each served version adds with `selectableFields` (`.spec.color` is
+    selected as `spec.color`)."""
+    spec = crd["spec"]
+    out = {}
+    for version in spec["versions"]:
+        paths = [f.get("jsonPath") for f in version.get("selectableFields") or () if isinstance(f, dict)]
+        kind = Kind(f"{spec['group']}/{version['name']}", spec["names"]["kind"])
+        out[kind] = frozenset(p[1:] for p in paths if isinstance(p, str) and p.startswith("."))
+    return out
 
 
 def check(crd: Obj, old: Obj | None) -> list[Cause]:
@@ -148,7 +163,7 @@ class Crds:
         crd = self._engine.store.get(CRD_GK, ObjectKey("", name))
         if crd is None:
             return
-        self._engine.registry.set_origin(origin(name), served(crd))
+        self._engine.registry.set_origin(origin(name), served(crd), selectable(crd))
         status = desired_status(crd, self._engine.clock.time())
         if status != crd.get("status"):
             body = {**crd, "metadata": dict(crd["metadata"]), "status": status}
@@ -194,6 +209,12 @@ def _check_versions(versions: Any) -> list[Cause]:
             causes.append(_errors.invalid_value(f"{field}.name", name, "must be unique"))
         seen.add(name)
         storage += version.get("storage") is True
+        for number, selectable_field in enumerate(version.get("selectableFields") or ()):
+            path = selectable_field.get("jsonPath") if isinstance(selectable_field, dict) else None
+            if not isinstance(path, str) or not path.startswith(".") or path in (".metadata.name",
+                                                                                 ".metadata.namespace"):
+                causes.append(_errors.invalid_value(f"{field}.selectableFields[{number}].jsonPath", path,
+                                                    "must be a path to a field of the object, like .spec.color"))
     if storage != 1 and not causes:
         causes.append(_errors.invalid_value("spec.versions", [v.get("name") for v in versions],
                                             "must have exactly one version marked as storage version"))

@@ -114,6 +114,8 @@ class Engine:
         causes += check_metadata(meta, rule=rule, check_name=bool(name))
         if causes:
             raise _errors.invalid(kind, name or str(prefix or ""), causes)
+        if _is_version(meta.get("resourceVersion")):
+            raise _errors.version_on_create()
         gk = group_kind(kind)
         for _ in range(1 if name else _GENERATE_ATTEMPTS):
             candidate = name or f"{prefix}{''.join(self._random.choices(_SUFFIX_ALPHABET, k=5))}"
@@ -121,7 +123,8 @@ class Engine:
                 break
         else:
             raise _errors.already_exists(info, candidate)
-        new = _lifecycle.created(body, info, name=candidate, uid=str(uuid.uuid4()), now=self.clock.time())
+        new = _lifecycle.created(body, info, name=candidate, uid=str(uuid.uuid4()), now=self.clock.time(),
+                                 generation=self.registry.generation(kind) is not None)
         for reactor in self.reactors:
             reactor.admit(kind, None, new)
         new["metadata"]["managedFields"] = managed if managed is not None else _fields.record_update(
@@ -179,6 +182,8 @@ class Engine:
             raise _errors.stale(info, key.name)
         if old is None and subresource:
             raise _errors.not_found(info, key.name)
+        if old is None and _is_version(version):
+            raise _errors.version_on_create()  # an apply that creates is a create
         intent = _intent(info, body, subresource)
         merged, managed = _apply.apply(old, intent, manager=manager, force=force, api_version=kind.api_version,
                                        subresource=subresource, now=self.clock.time())
@@ -245,7 +250,7 @@ class Engine:
         if subresource:
             new = _lifecycle.status_updated(old, body)
         else:
-            new = _lifecycle.updated(old, body, info)
+            new = _lifecycle.updated(old, body, info, self.registry.generation(kind))
             new["apiVersion"] = kind.api_version
             causes = check_metadata(new["metadata"], rule=self.registry.name_rule(kind), check_name=False)
             added = [f for f in _lifecycle.finalizers(new) if f not in _lifecycle.finalizers(old)]
@@ -273,6 +278,12 @@ class Engine:
     def _written(self, gk: GroupKind, old: Obj | None, new: Obj) -> None:
         for reactor in self.reactors:
             reactor.written(gk, old, new)
+
+
+def _is_version(value: Any) -> bool:
+    """Whether a request's resourceVersion is one the storage would refuse on create: a positive
+    number (the server ignores "", "0" and anything it cannot parse)."""
+    return isinstance(value, str) and value.isdigit() and int(value) > 0
 
 
 def _namespace_of(info: ResourceInfo, meta: dict[str, Any]) -> str:

@@ -23,6 +23,7 @@ from reconcile.errors import (
     Invalid,
     MethodNotAllowed,
     NotFound,
+    ServerError,
     make_status,
 )
 
@@ -93,6 +94,18 @@ def invalid(kind: Kind, name: str, causes: list[Cause]) -> Invalid:
 
 def bad_request(message: str) -> BadRequest:
     return BadRequest(message)
+
+
+def version_on_create() -> ServerError:
+    """The storage layer's refusal of a create carrying a resourceVersion: a plain error there,
+    so the client sees 500 InternalError."""
+    message = "resourceVersion should not be set on objects to be created"
+    return ServerError(message, status=make_status(500, "InternalError", message))
+
+
+def unsupported_field_label(field: str) -> BadRequest:
+    """A field selector naming a field the kind does not index."""
+    return BadRequest(f"field label not supported: {field}")
 
 
 def invalid_value(field: str, value: Any, detail: str) -> Cause:

@@ -1,11 +1,13 @@
 """The metadata rules of kube-apiserver's generic registry, as pure functions over dicts.
 
-What a create sets (uid, creationTimestamp, generation 1, no status on a kind with a status
-subresource), what an update may not change (server-owned metadata; status when there is a
-status subresource), when `generation` moves (any change outside metadata and status), what a
-status update changes (status only), which finalizers a deletion adds for its propagation
-policy, what marks an object as being deleted, when an update is a no-op, and when an object
-with a deletionTimestamp is gone (no finalizers left).
+What a create sets (uid, creationTimestamp, generation 1 where the kind has one, no status on a
+kind with a status subresource), what an update may not change (server-owned metadata; status
+when there is a status subresource), when `generation` moves (a change outside metadata, and
+outside status when status is a subresource, or to the metadata keys the kind counts as desired
+state; never for kinds without a generation), what a status update changes (status only), which
+finalizers a deletion adds for its propagation policy, what marks an object as being deleted
+(and bumps a generation that is set), when an update is a no-op, and when an object with a
+deletionTimestamp is gone (no finalizers left).
 
 Functions take request bodies (private copies, changed in place and returned) or stored
 snapshots (never changed: a new dict is built).
@@ -26,8 +28,8 @@ SERVER_OWNED = ("uid", "creationTimestamp", "generation", "deletionTimestamp", "
 _NOT_SPEC = frozenset({"apiVersion", "kind", "metadata", "status"})
 
 
-def created(body: Obj, info: ResourceInfo, *, name: str, uid: str, now: float) -> Obj:
-    """`body` as the server stores it on create."""
+def created(body: Obj, info: ResourceInfo, *, name: str, uid: str, now: float, generation: bool) -> Obj:
+    """`body` as the server stores it on create; `generation`: whether the kind has one."""
     meta = body["metadata"]
     meta["name"] = name
     if not info.namespaced:
@@ -36,16 +38,18 @@ def created(body: Obj, info: ResourceInfo, *, name: str, uid: str, now: float) -
         meta.pop(field, None)
     meta["uid"] = uid
     meta["creationTimestamp"] = rfc3339(now)
-    meta["generation"] = 1
+    if generation:
+        meta["generation"] = 1
     if "status" in info.subresources:
         body.pop("status", None)  # status is written through its subresource only
     body["apiVersion"], body["kind"] = info.kind.api_version, info.kind.kind
     return body
 
 
-def updated(old: Obj, body: Obj, info: ResourceInfo) -> Obj:
+def updated(old: Obj, body: Obj, info: ResourceInfo, generation: tuple[str, ...] | None) -> Obj:
     """`body` as the server stores it on update over `old`: server-owned metadata and (with a
-    status subresource) status are kept from `old`; generation moves if the spec changed."""
+    status subresource) status are kept from `old`; generation moves as `generation_moves` says
+    (`generation`: None for a kind without one, else the metadata keys that count)."""
     meta, before = body["metadata"], old["metadata"]
     for field in (*SERVER_OWNED, "name", "namespace"):
         if field in before:
@@ -57,7 +61,9 @@ def updated(old: Obj, body: Obj, info: ResourceInfo) -> Obj:
             body["status"] = old["status"]
         else:
             body.pop("status", None)
-    if spec_changed(old, body):
+    if generation is None:
+        meta.pop("generation", None)
+    elif generation_moves(old, body, status_apart="status" in info.subresources, metadata=generation):
         meta["generation"] = int(before.get("generation") or 0) + 1
     return body
 
@@ -72,9 +78,14 @@ def status_updated(old: Obj, body: Obj) -> Obj:
     return new
 
 
-def spec_changed(old: Obj, new: Obj) -> bool:
-    """True when anything outside apiVersion, kind, metadata and status differs."""
-    return any(key not in _NOT_SPEC and old.get(key) != new.get(key) for key in old.keys() | new.keys())
+def generation_moves(old: Obj, new: Obj, *, status_apart: bool, metadata: tuple[str, ...] = ()) -> bool:
+    """True when the desired state changed: anything outside apiVersion, kind and metadata (and
+    status, when `status_apart`: a status subresource), or one of the `metadata` keys."""
+    ignored = _NOT_SPEC if status_apart else _NOT_SPEC - {"status"}
+    if any(key not in ignored and old.get(key) != new.get(key) for key in old.keys() | new.keys()):
+        return True
+    before, after = old["metadata"], new["metadata"]
+    return any((before.get(key) or None) != (after.get(key) or None) for key in metadata)
 
 
 def deletion_finalizers(finalizers: list[str], propagation: Propagation) -> list[str]:
@@ -91,11 +102,13 @@ def deletion_finalizers(finalizers: list[str], propagation: Propagation) -> list
 
 def marked_deleting(obj: Obj, finalizers: list[str], now: float) -> Obj:
     """A new snapshot of `obj` being deleted: deletionTimestamp (kept if set),
-    deletionGracePeriodSeconds 0, generation bumped the first time, `finalizers`."""
+    deletionGracePeriodSeconds 0, generation (where it is set) bumped the first time,
+    `finalizers`."""
     meta = dict(obj["metadata"])
     if not meta.get("deletionTimestamp"):
         meta["deletionTimestamp"] = rfc3339(now)
-        meta["generation"] = int(meta.get("generation") or 0) + 1
+        if int(meta.get("generation") or 0) > 0:  # the registry bumps only a generation the kind has
+            meta["generation"] = int(meta["generation"]) + 1
     meta["deletionGracePeriodSeconds"] = 0
     if finalizers:
         meta["finalizers"] = finalizers

@@ -7,8 +7,9 @@ controllers) would. docs/embedded-cluster.md lists the semantics and what is lef
 This module is the face and the request routing; the work is done behind it:
 `_engine` (the request path: validation, lifecycle, ownership), `_store` (objects, revisions,
 the change log), `_watch` (watchers, streams, bookmarks), `_gc`, `_namespaces` and `_crds`
-(the controllers), `_fields` and `_apply` (managedFields and server-side apply), `_kinds`
-(discovery) and `_persist` (the directory).
+(the controllers), `_defaults` (normalization and defaulting), `_fields` and `_apply`
+(managedFields and server-side apply), `_kinds` (discovery and per-kind rules) and `_persist`
+(the directory).
 
 Threads: one re-entrant lock serializes every request and the controller work it causes, so a
 request's effects (a cascade of deletions included) are complete when it returns. Objects
@@ -37,6 +38,7 @@ from reconcile.cluster import (
 )
 from reconcile.embedded import _errors
 from reconcile.embedded._crds import CRD_GK, Crds
+from reconcile.embedded._defaults import Defaults
 from reconcile.embedded._engine import Engine
 from reconcile.embedded._gc import GarbageCollector
 from reconcile.embedded._kinds import BUILTIN, NAMESPACE, REGISTERED, Registry, group_kind
@@ -48,7 +50,7 @@ from reconcile.embedded._watch import Watcher, WatchHub, WatchStream
 from reconcile.embedded.storage import Storage
 from reconcile.errors import AlreadyExists, BadRequest, ServerError
 from reconcile.patching import apply_patch, clone
-from reconcile.selectors import parse_fields, parse_labels
+from reconcile.selectors import FieldSelector, parse_fields, parse_labels
 
 FIELD_MANAGER = "porchkit"  # the manager recorded for create, update and patch (they take none)
 T = TypeVar("T")
@@ -77,7 +79,7 @@ class EmbeddedCluster:
         self._store.subscribe(self._hub.publish)
         self._engine = Engine(self._registry, self._store, clock)
         self._namespaces = Namespaces(self._engine)
-        self._engine.reactors = [self._namespaces, Crds(self._engine), GarbageCollector(self._engine)]
+        self._engine.reactors = [Defaults(), self._namespaces, Crds(self._engine), GarbageCollector(self._engine)]
         self._journal = Journal(persist_to) if persist_to is not None else None
         self._closed = False
         with self._lock:
@@ -146,7 +148,8 @@ class EmbeddedCluster:
 
     def list(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None,
              fields: str | None = None) -> ListResult:
-        """Objects of `kind` (in `namespace`, or everywhere), ordered by namespace and name."""
+        """Objects of `kind` (in `namespace`, or everywhere), ordered by namespace and name;
+        BadRequest for a malformed selector or a field label the kind does not support."""
         label_selector, field_selector = parse_labels(labels), parse_fields(fields)
         storage = self._storage(kind)
         if storage is not None:
@@ -154,6 +157,7 @@ class EmbeddedCluster:
         with self._lock:
             self._check_open()
             info = self._registry.info(kind)
+            self._check_fields(kind, field_selector)
             found = list(self._store.objects(group_kind(kind), namespace if info.namespaced else ""))
             revision = self._store.revision
         items = [obj for obj in found if label_selector.matches(obj["metadata"].get("labels"))
@@ -174,6 +178,7 @@ class EmbeddedCluster:
         with self._lock:
             self._check_open()
             info = self._registry.info(kind)
+            self._check_fields(kind, field_selector)
             gk, scope = group_kind(kind), namespace if info.namespaced else ""
             if resource_version in ("", "0"):
                 current = sorted(self._store.objects(gk, scope), key=lambda o: int(o["metadata"]["resourceVersion"]))
@@ -325,6 +330,12 @@ class EmbeddedCluster:
                     reactor.removed(group_kind(kind), before)
                 self._engine.settle()
         return result
+
+    def _check_fields(self, kind: Kind, selector: FieldSelector) -> None:
+        supported = self._registry.field_labels(kind)
+        for requirement in selector.requirements:
+            if requirement.field not in supported:
+                raise _errors.unsupported_field_label(requirement.field)
 
     def _revision(self) -> int:
         with self._lock:
