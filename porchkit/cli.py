@@ -26,7 +26,17 @@ if TYPE_CHECKING:
 GROUPS: dict[str, tuple[str, str]] = {
     "pipeline": ("deltapipe.cli", "run Δ pipelines over manifests, offline"),
     "fn": ("krmfn.cli", "KRM functions for kpt (kpt fn eval --exec 'porchkit fn NAME')"),
+    "manager": ("reconcile.cli", "run controllers in one process (in a cluster, or on the embedded API server)"),
 }
+
+# The controllers `porchkit manager --controllers` knows: name -> "module:function", a function
+# building that name's controllers from a reconcile.manager.Manager. The face keeps this list
+# because reconcile/ cannot import the parts that define controllers; a module is imported only
+# when its name is selected.
+CONTROLLERS: dict[str, str] = {}
+
+# Parser defaults the face hands to a group's commands.
+GROUP_DEFAULTS: dict[str, dict[str, object]] = {"manager": {"controller_factories": CONTROLLERS}}
 
 
 def build_parser(group: str | None = None) -> tuple[argparse.ArgumentParser, ModuleType | None]:
@@ -41,6 +51,7 @@ def build_parser(group: str | None = None) -> tuple[argparse.ArgumentParser, Mod
         if name == group:
             loaded = importlib.import_module(module_name)
             loaded.add_commands(group_parser)
+            group_parser.set_defaults(**GROUP_DEFAULTS.get(name, {}))
     return parser, loaded
 
 

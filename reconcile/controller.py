@@ -8,41 +8,52 @@ never reconciled twice at once and a burst of changes collapses into one call.
 
 Outcomes (see outcome.py): Done forgets the key's back-off; RequeueAfter forgets it and re-adds
 the key after the delay; Terminal is recorded (log, an Event, metrics) and not retried; any
-other exception is retried with per-key exponential back-off.
+other exception is retried with per-key exponential back-off. Each reconcile reports one result
+to `metrics`: "success", "requeue_after", "error" or "terminal_error" (controller-runtime's
+labels, except that it counts a terminal error as "error" plus a terminal-error counter: see
+metrics.py). Every log line written during a reconcile, by whatever logger, carries the
+controller, the key and a reconcile id (logs.py).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from reconcile import logs
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.errors import ApiError, Terminal
 from reconcile.informer import Informer
 from reconcile.objects import controller_of
 from reconcile.outcome import Done, Outcome, RequeueAfter
-from reconcile.workqueue import WorkQueue
+from reconcile.workqueue import NoMetrics, QueueMetrics, WorkQueue
 
 Reconcile = Callable[[ObjectKey], Outcome | None]
 Mapper = Callable[[Obj], Iterable[ObjectKey]]
 
 log = logging.getLogger("porchkit.controller")
 
+# The results of a reconcile, as reported to Metrics.reconciled and returned by Controller.process.
+SUCCESS, REQUEUE_AFTER, ERROR, TERMINAL_ERROR = "success", "requeue_after", "error", "terminal_error"
+
 
 @dataclass(frozen=True)
 class Watch:
-    """A watched kind and how its objects map to primary keys (`to_keys` gets the primary kind)."""
+    """A watched kind and how its objects map to primary keys (`to_keys` gets the primary kind).
+
+    `namespace` and `labels` narrow the informer; `metadata_only` caches just the metadata, for
+    kinds whose objects are only mapped to keys (children found by owner, say)."""
 
     kind: Kind
     to_keys: Callable[[Obj, Kind], Iterable[ObjectKey]]
     namespace: str = ""
     labels: Any = None
+    metadata_only: bool = False
 
 
 def For(kind: Kind, **scope: Any) -> Watch:  # noqa: N802 - reads as a declaration: For(DEPLOYMENT)
@@ -66,20 +77,63 @@ def Watches(kind: Kind, mapper: Mapper, **scope: Any) -> Watch:  # noqa: N802
 
 
 class Informers(Protocol):
-    def informer(self, kind: Kind, *, namespace: str = "", labels: Any = None) -> Informer: ...
+    def informer(self, kind: Kind, *, namespace: str = "", labels: Any = None,
+                 metadata_only: bool = False) -> Informer: ...
 
 
-class Metrics(Protocol):
-    def reconciled(self, controller: str, result: str, seconds: float) -> None: ...
+class Metrics(QueueMetrics, Protocol):
+    """What a controller reports (reconcile.metrics.Metrics implements it): its own series, and
+    its queue's (the queue is named after the controller). Calls must be quick and thread-safe."""
+
+    def workers_started(self, controller: str, workers: int) -> None:
+        """`run` started `workers` workers (controller_runtime_max_concurrent_reconciles)."""
+        ...
+
+    def reconcile_started(self, controller: str) -> None:
+        """A worker began a reconcile (controller_runtime_active_workers + 1 until `reconciled`)."""
+        ...
+
+    def reconciled(self, controller: str, result: str, seconds: float) -> None:
+        """A reconcile ended: `result` is SUCCESS, REQUEUE_AFTER, ERROR or TERMINAL_ERROR."""
+        ...
 
 
 class EventRecorder(Protocol):
     def record(self, kind: Kind, key: ObjectKey, event_type: str, reason: str, message: str) -> None: ...
 
 
-class _NoMetrics:
+class _NoMetrics(NoMetrics):
+    def workers_started(self, controller: str, workers: int) -> None:
+        pass
+
+    def reconcile_started(self, controller: str) -> None:
+        pass
+
     def reconciled(self, controller: str, result: str, seconds: float) -> None:
         pass
+
+
+class _QueueRelay:
+    """The queue's metrics: whatever the controller's `metrics` is now (a manager sets it when the
+    controller is added, after the queue was built)."""
+
+    def __init__(self, controller: Controller) -> None:
+        self._controller = controller
+
+    def added(self, name: str) -> None:
+        self._controller.metrics.added(name)
+
+    def depth(self, name: str, n: int) -> None:
+        self._controller.metrics.depth(name, n)
+
+    def retried(self, name: str) -> None:
+        self._controller.metrics.retried(name)
+
+    def queue_latency(self, name: str, seconds: float) -> None:
+        self._controller.metrics.queue_latency(name, seconds)
+
+    def work_duration(self, name: str, seconds: float) -> None:
+        self._controller.metrics.work_duration(name, seconds)
 
 
 @dataclass
@@ -95,7 +149,7 @@ class Controller:
     queue: WorkQueue[ObjectKey] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.queue = WorkQueue(name=self.name, clock=self.clock)
+        self.queue = WorkQueue(name=self.name, clock=self.clock, metrics=_QueueRelay(self))
 
     # --- wiring ---------------------------------------------------------------------------
 
@@ -103,7 +157,8 @@ class Controller:
         """Subscribe to the informers of the primary kind and every watch; returns them."""
         used = []
         for watch in (For(self.kind), *self.watches):
-            informer = informers.informer(watch.kind, namespace=watch.namespace, labels=watch.labels)
+            informer = informers.informer(watch.kind, namespace=watch.namespace, labels=watch.labels,
+                                          metadata_only=watch.metadata_only)
             informer.add_handler(self._handler(watch, informer))
             used.append(informer)
         return used
@@ -125,6 +180,7 @@ class Controller:
         """Start the worker threads; they stop when `stop` is set and the queue shuts down."""
         threads = [threading.Thread(target=self._work, name=f"{self.name}-{i}", daemon=True)
                    for i in range(self.workers)]
+        self.metrics.workers_started(self.name, self.workers)
         for thread in threads:
             thread.start()
         return threads
@@ -137,31 +193,35 @@ class Controller:
                 self.queue.done(key)
 
     def process(self, key: ObjectKey) -> str:
-        """Reconcile one key and act on the outcome; returns the result label for metrics."""
-        reconcile_id = uuid.uuid4().hex[:8]
-        started = time.perf_counter()
-        result = "success"
+        """Reconcile one key and act on the outcome; returns the result reported to metrics
+        (SUCCESS, REQUEUE_AFTER, ERROR or TERMINAL_ERROR). Log lines written meanwhile, on this
+        thread, carry the controller, the key and a fresh reconcile id (see logs.py)."""
+        self.metrics.reconcile_started(self.name)
+        started = self.clock.monotonic()
+        with logs.reconcile_context(self.name, str(key), uuid.uuid4().hex[:16]):
+            result = self._reconcile(key)
+        self.metrics.reconciled(self.name, result, max(0.0, self.clock.monotonic() - started))
+        return result
+
+    def _reconcile(self, key: ObjectKey) -> str:
         try:
             outcome = self.reconcile(key) or Done()
-            self.queue.forget(key)
-            if isinstance(outcome, RequeueAfter):
-                result = "requeue_after"
-                self.queue.add_after(key, outcome.seconds)
         except Terminal as err:
-            result = "terminal_error"
             self.queue.forget(key)
-            log.warning("%s %s: %s (not retried)", self.name, key, err,
-                        extra={"controller": self.name, "key": str(key), "reconcile_id": reconcile_id})
+            log.warning("%s %s: %s (not retried)", self.name, key, err)
             self._record(key, "Warning", "ReconcileFailed", str(err))
+            return TERMINAL_ERROR
         except Exception as err:
-            result = "error"
             self.queue.add_rate_limited(key)
             log.error("%s %s: %s (retry %d, with back-off)", self.name, key, err, self.queue.num_requeues(key),
-                      exc_info=not isinstance(err, ApiError),
-                      extra={"controller": self.name, "key": str(key), "reconcile_id": reconcile_id})
+                      exc_info=not isinstance(err, ApiError))
             self._record(key, "Warning", "ReconcileError", str(err))
-        self.metrics.reconciled(self.name, result, time.perf_counter() - started)
-        return result
+            return ERROR
+        self.queue.forget(key)
+        if isinstance(outcome, RequeueAfter):
+            self.queue.add_after(key, outcome.seconds)
+            return REQUEUE_AFTER
+        return SUCCESS
 
     def _record(self, key: ObjectKey, event_type: str, reason: str, message: str) -> None:
         if self.events is not None:

@@ -74,6 +74,7 @@ class LeaderElector:
         self.clock = clock
         self.holder = ""  # the holderIdentity last observed ("" when none)
         self.last_renewed: float | None = None  # clock.monotonic() of our last successful write
+        self.observed_at: float | None = None  # clock.monotonic() of our last successful read (for readiness)
         self._wake = threading.Condition()
 
     @property
@@ -88,6 +89,7 @@ class LeaderElector:
         now = self.clock.time()
         try:
             current = self.cluster.get(LEASE, self.key)
+            self.observed_at = self.clock.monotonic()
             if current is None:
                 self._write(None, self._spec(now, None))
                 return True

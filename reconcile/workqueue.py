@@ -231,6 +231,13 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         return self.len()
 
+    def in_flight(self) -> list[float]:
+        """Clock-seconds each key now being processed has been at it (for the unfinished-work and
+        longest-running metrics)."""
+        with self._lock:
+            now = self._clock.monotonic()
+            return [now - started for started in self._processing.values()]
+
     @property
     def shutting_down(self) -> bool:
         return self._shutting_down

@@ -62,6 +62,22 @@ def test_a_child_reconciles_its_controller_owner(stop: threading.Event) -> None:
     assert seen[1] == ObjectKey("default", "parent")
 
 
+def test_children_watched_metadata_only_still_reach_their_owner_without_their_data(stop: threading.Event) -> None:
+    cluster = EmbeddedCluster()
+    owner = cluster.create(configmap("parent"))
+    seen: list[ObjectKey] = []
+    controller = Controller("cm", CONFIGMAP, lambda key: seen.append(key) or Done(),
+                            watches=[Owns(SECRET, metadata_only=True)])
+    cache = start(cluster, controller, stop)
+    cluster.create({"apiVersion": "v1", "kind": "Secret", "data": {"token": "c2VjcmV0"},
+                    "metadata": {"name": "child", "namespace": "default",
+                                 "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "parent",
+                                                      "uid": owner["metadata"]["uid"], "controller": True}]}})
+    eventually(lambda: len(seen) == 2)
+    cached = cache.informer(SECRET, metadata_only=True).get(ObjectKey("default", "child"))
+    assert cached is not None and "data" not in cached and cached["metadata"]["ownerReferences"]
+
+
 def test_watches_map_other_kinds_to_keys(stop: threading.Event) -> None:
     cluster = EmbeddedCluster()
     seen: list[ObjectKey] = []

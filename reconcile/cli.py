@@ -1,0 +1,167 @@
+"""`porchkit manager`: run controllers in one process, against a real API server or the embedded one.
+
+    porchkit manager                                   # every known controller, kubeconfig or in-cluster config
+    porchkit manager --controllers pv,pvs --leader-elect --leader-election-namespace porch-system
+    porchkit manager --embedded --state ./state        # on the embedded API server, kept in ./state
+
+Which controllers exist is the face's business (porchkit/cli.py passes `controller_factories`:
+name -> "module:function", the function building a name's controllers from the Manager); this
+module only checks the names, builds the cluster, the manager and its health server, and runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import socket
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from reconcile.errors import ReconcileError
+
+if TYPE_CHECKING:
+    from reconcile.controller import Controller
+    from reconcile.manager import LeaderElection, Manager
+
+USER_ERRORS: tuple[type[BaseException], ...] = (ReconcileError,)
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+DEFAULT_LEADER_ELECTION_ID = "porchkit-manager"
+EVENT_COMPONENT = "porchkit-manager"  # source.component of the Events controllers record
+
+
+def add_commands(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--controllers", metavar="NAMES",
+                        help="comma-separated controllers to run (default: every available one)")
+    parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, "
+                        "~/.kube/config, or the in-cluster service account)")
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    parser.add_argument("--embedded", action="store_true", help="run on the embedded, in-process API server")
+    parser.add_argument("--state", metavar="DIR", type=Path, help="with --embedded: keep its objects in DIR")
+    parser.add_argument("--leader-elect", action="store_true",
+                        help="run only while holding a coordination.k8s.io/v1 Lease (one active replica)")
+    parser.add_argument("--leader-election-namespace", metavar="NS",
+                        help="namespace of the Lease (default: the pod's own namespace)")
+    parser.add_argument("--leader-election-id", metavar="NAME", default=DEFAULT_LEADER_ELECTION_ID,
+                        help=f"name of the Lease (default: {DEFAULT_LEADER_ELECTION_ID})")
+    parser.add_argument("--health-addr", metavar="ADDR", default=":8081",
+                        help="where to serve /healthz, /readyz and /metrics (default :8081; 0 turns it off)")
+    parser.add_argument("--watch-silence", metavar="SECONDS", type=float, default=None,
+                        help="/healthz fails when a watch is silent for longer (default 150; 0 never fails)")
+    parser.add_argument("--grace-period", metavar="SECONDS", type=float, default=30.0,
+                        help="on SIGTERM, how long reconciles in flight may take to finish (default 30)")
+    parser.add_argument("--log-format", choices=("text", "json"), default="text", help="log format (default text)")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="log level (default info)")
+    parser.set_defaults(run=run_manager, controller_factories={})
+
+
+def run_manager(args: argparse.Namespace) -> int:
+    from reconcile import health, logs
+    from reconcile.events import EventRecorder
+    from reconcile.manager import Manager
+
+    factories: Mapping[str, str] = args.controller_factories
+    _check_flags(args)
+    names = selected_controllers(args.controllers, factories)
+    address = None if args.health_addr in ("0", "") else _address(args.health_addr)
+    logs.configure(args.log_format, args.log_level)
+    election = _leader_election(args)
+    cluster = _cluster(args)
+    try:
+        events = EventRecorder(cluster, EVENT_COMPONENT, instance=socket.gethostname())
+        manager = Manager(cluster, events=events, leader_election=election, grace_period=args.grace_period)
+        for name in names:
+            for controller in build_controllers(factories[name], manager):
+                manager.add(controller)
+        silence = health.DEFAULT_SILENCE if args.watch_silence is None else args.watch_silence
+        server = health.for_manager(manager, address, silence=silence) if address is not None else None
+        if server is not None:
+            try:
+                server.start()
+            except OSError as err:
+                raise ReconcileError(f"cannot serve health probes on {args.health_addr}: "
+                                     f"{err.strerror or err}") from err
+        try:
+            return manager.run()
+        finally:
+            if server is not None:
+                server.stop()
+    finally:
+        close = getattr(cluster, "close", None)
+        if close is not None:
+            close()
+
+
+def selected_controllers(requested: str | None, factories: Mapping[str, str]) -> list[str]:
+    """The controller names to run, in order; ReconcileError for an unknown one or none at all."""
+    available = ", ".join(sorted(factories)) or "none yet"
+    names = list(factories) if requested is None else [n.strip() for n in requested.split(",") if n.strip()]
+    unknown = [name for name in names if name not in factories]
+    if unknown:
+        what = "controller" if len(unknown) == 1 else "controllers"
+        raise ReconcileError(f"unknown {what} {', '.join(map(repr, unknown))} (available: {available})")
+    if not names:
+        raise ReconcileError(f"no controllers to run (available: {available})")
+    return list(dict.fromkeys(names))
+
+
+def build_controllers(spec: str, manager: Manager) -> list[Controller]:
+    """Call the factory named by `spec` ("module:function") with the manager; it returns one
+    Controller or several."""
+    module_name, _, function_name = spec.partition(":")
+    factory = getattr(importlib.import_module(module_name), function_name)
+    built = factory(manager)
+    return list(built) if isinstance(built, Iterable) else [built]
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    if args.state is not None and not args.embedded:
+        raise ReconcileError("--state keeps the embedded API server's objects: it needs --embedded")
+    if args.embedded and (args.kubeconfig or args.context):
+        raise ReconcileError("--embedded runs its own API server: --kubeconfig and --context do not apply")
+    if args.grace_period < 0:
+        raise ReconcileError(f"--grace-period must be 0 or more, not {args.grace_period:g}")
+    if args.leader_election_namespace and not args.leader_elect:
+        raise ReconcileError("--leader-election-namespace needs --leader-elect")
+    if not args.leader_election_id:
+        raise ReconcileError("--leader-election-id must not be empty")
+
+
+def _address(text: str) -> tuple[str, int]:
+    from reconcile.health import parse_address
+
+    try:
+        return parse_address(text)
+    except ValueError as err:
+        raise ReconcileError(f"--health-addr: {err}") from None
+
+
+def _leader_election(args: argparse.Namespace) -> LeaderElection | None:
+    from reconcile.manager import LeaderElection
+
+    if not args.leader_elect:
+        return None
+    namespace = args.leader_election_namespace
+    if not namespace and SERVICE_ACCOUNT_NAMESPACE.is_file():
+        namespace = SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip()
+    if not namespace and args.embedded:
+        namespace = "default"
+    if not namespace:
+        raise ReconcileError("--leader-elect outside a cluster needs --leader-election-namespace")
+    return LeaderElection(namespace=namespace, name=args.leader_election_id)
+
+
+def _cluster(args: argparse.Namespace) -> Any:
+    if args.embedded:
+        from reconcile.embedded import EmbeddedCluster
+
+        return EmbeddedCluster(persist_to=args.state)
+    try:
+        from reconcile.kube import KubeCluster
+    except ModuleNotFoundError as err:  # the `kubernetes` client is not installed
+        raise ReconcileError(f"this installation cannot reach a real API server ({err}); try --embedded") from err
+    if args.kubeconfig or args.context:  # both raise ReconcileError for a missing or unusable configuration
+        return KubeCluster.from_kubeconfig(path=args.kubeconfig, context=args.context)
+    return KubeCluster.auto()

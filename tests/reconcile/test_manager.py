@@ -1,0 +1,427 @@
+"""The manager: shared informers, start after sync, graceful stop, leader hand-over, SIGTERM, its CLI.
+
+Helpers here (a leak check, a manager running on a thread, stepping a fake clock) are shared by
+test_health.py, test_metrics.py and test_leaderelection.py; a module importing a `*_fixture`
+gets that fixture under its short name.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from porchkit import cli
+from reconcile import FakeClock, Kind, ListResult, ObjectKey
+from reconcile.controller import Controller
+from reconcile.embedded import EmbeddedCluster
+from reconcile.errors import ServerError
+from reconcile.leaderelection import LEASE
+from reconcile.manager import LeaderElection, Manager
+from reconcile.outcome import Done
+from tests.reconcile.test_informer import configmap, eventually
+
+CONFIGMAP = Kind("v1", "ConfigMap")
+SECRET = Kind("v1", "Secret")
+ROOT = Path(__file__).resolve().parents[2]
+ELECTION = LeaderElection(namespace="default", name="porchkit-test")
+
+
+# --- shared helpers ----------------------------------------------------------------------------
+
+@pytest.fixture(name="no_leaked_threads", autouse=True)
+def no_leaked_threads_fixture() -> Iterator[None]:
+    """Fails a test that leaves a thread running (after giving stopping threads 5 s to end)."""
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + 5
+    while left := [t.name for t in threading.enumerate() if t not in before and t.is_alive()]:
+        if time.monotonic() > deadline:
+            pytest.fail(f"threads left running: {left}")
+        time.sleep(0.01)
+
+
+@pytest.fixture(name="clock")
+def clock_fixture() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture(name="cluster")
+def cluster_fixture(clock: FakeClock) -> Iterator[EmbeddedCluster]:
+    """An embedded cluster on the fake clock, closed (ending every watch) after the test."""
+    with EmbeddedCluster(clock=clock) as embedded:
+        yield embedded
+
+
+class Running:
+    """`manager.run()` on a thread of its own."""
+
+    def __init__(self, manager: Manager) -> None:
+        self.manager, self.code = manager, None
+        self.thread = threading.Thread(target=self._run, name="manager-run")
+        self.thread.start()
+
+    def _run(self) -> None:
+        self.code = self.manager.run()
+
+    def wait(self, timeout: float = 10) -> int | None:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the manager did not stop"
+        return self.code
+
+    def stop(self, timeout: float = 10) -> int | None:
+        self.manager.stop()
+        return self.wait(timeout)
+
+
+@pytest.fixture(name="run")
+def run_fixture() -> Iterator[Callable[[Manager], Running]]:
+    """Start managers on threads; any still running are stopped after the test."""
+    started: list[Running] = []
+
+    def start(manager: Manager) -> Running:
+        started.append(Running(manager))
+        return started[-1]
+
+    yield start
+    for running in started:
+        running.stop()
+
+
+def step_until(clock: FakeClock, check: Callable[[], Any], *, limit: float, step: float = 0.25) -> float:
+    """Advance `clock` in steps, giving threads a moment after each, until `check()` holds; returns
+    the clock-seconds it took. Fails past `limit` clock-seconds."""
+    elapsed = 0.0
+    while not check():
+        if elapsed > limit:
+            raise AssertionError(f"condition not reached within {limit} clock-seconds")
+        clock.advance(step)
+        elapsed += step
+        time.sleep(0.02)
+    return elapsed
+
+
+def recorder(clock: FakeClock, name: str = "cm", seen: list[ObjectKey] | None = None,
+             kind: Kind = CONFIGMAP) -> tuple[Controller, list[ObjectKey]]:
+    """A controller that records each key it reconciles."""
+    keys: list[ObjectKey] = [] if seen is None else seen
+    return Controller(name, kind, lambda key: keys.append(key) or Done(), clock=clock), keys
+
+
+class GatedLists:
+    """The embedded cluster, except that `list` waits until `release()` (a slow first list), then
+    answers, or fails if released with `fail=True`."""
+
+    def __init__(self, cluster: EmbeddedCluster) -> None:
+        self.cluster, self.gate, self.fail = cluster, threading.Event(), False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cluster, name)
+
+    def list(self, kind: Kind, **options: Any) -> ListResult:
+        self.gate.wait(10)
+        if self.fail:
+            raise ServerError("the API server is unreachable")
+        return self.cluster.list(kind, **options)
+
+    def release(self, *, fail: bool = False) -> None:
+        self.fail = fail
+        self.gate.set()
+
+
+# --- wiring and start-up ---------------------------------------------------------------------------
+
+def test_controllers_watching_one_kind_share_one_informer(cluster: EmbeddedCluster, clock: FakeClock,
+                                                          run: Callable[[Manager], Running]) -> None:
+    manager = Manager(cluster, clock=clock)
+    first, first_seen = recorder(clock, "first")
+    second, second_seen = recorder(clock, "second")
+    manager.add(first)
+    manager.add(second)
+    run(manager)
+    cluster.create(configmap("a"))
+    eventually(lambda: first_seen and second_seen)
+    assert [str(informer.kind) for informer in manager.cache.informers] == ["ConfigMap"]
+    assert manager.state == "running" and manager.leading
+
+
+def test_workers_start_only_once_every_cache_has_synced(cluster: EmbeddedCluster, clock: FakeClock,
+                                                        run: Callable[[Manager], Running]) -> None:
+    cluster.create(configmap("a"))
+    gated = GatedLists(cluster)
+    manager = Manager(gated, clock=clock)  # type: ignore[arg-type]
+    controller, seen = recorder(clock)
+    manager.add(controller)
+    run(manager)
+    time.sleep(0.3)
+    assert manager.state == "syncing" and seen == [] and manager.unsynced() == ["ConfigMap"]
+    gated.release()
+    eventually(lambda: seen == [ObjectKey("default", "a")])
+    assert manager.state == "running"
+
+
+def test_caches_that_do_not_sync_in_time_end_the_run_with_status_1(cluster: EmbeddedCluster, clock: FakeClock,
+                                                                   run: Callable[[Manager], Running]) -> None:
+    gated = GatedLists(cluster)
+    manager = Manager(gated, clock=clock, sync_timeout=60)  # type: ignore[arg-type]
+    manager.add(recorder(clock)[0])
+    running = run(manager)
+    time.sleep(0.1)
+    assert manager.ready() == "informer caches not synced yet: ConfigMap"
+    clock.advance(61)
+    try:
+        eventually(lambda: manager.state != "syncing")
+    finally:
+        gated.release(fail=True)  # the list never answers: let the informer's thread end
+    assert running.wait() == 1
+
+
+def test_a_controller_is_refused_after_start_twice_by_name_or_with_another_clock(
+        cluster: EmbeddedCluster, clock: FakeClock, run: Callable[[Manager], Running]) -> None:
+    manager = Manager(cluster, clock=clock)
+    manager.add(recorder(clock)[0])
+    with pytest.raises(ValueError, match="already added"):
+        manager.add(recorder(clock)[0])
+    with pytest.raises(ValueError, match="another clock"):
+        manager.add(recorder(FakeClock(), "other")[0])
+    run(manager)
+    eventually(lambda: manager.state == "running")
+    with pytest.raises(RuntimeError, match="before the manager runs"):
+        manager.add(recorder(clock, "late")[0])
+
+
+# --- stopping -------------------------------------------------------------------------------------
+
+def blocking_controller(clock: FakeClock) -> tuple[Controller, threading.Event, threading.Event, list[str]]:
+    """A controller whose reconcile signals `entered`, then waits for `release`."""
+    entered, release, finished = threading.Event(), threading.Event(), []
+
+    def reconcile(key: ObjectKey) -> Done:
+        entered.set()
+        release.wait(10)
+        finished.append(key.name)
+        return Done()
+
+    return Controller("slow", CONFIGMAP, reconcile, clock=clock), entered, release, finished
+
+
+def test_stop_waits_for_the_reconcile_in_flight_then_returns_0(cluster: EmbeddedCluster, clock: FakeClock,
+                                                               run: Callable[[Manager], Running]) -> None:
+    controller, entered, release, finished = blocking_controller(clock)
+    manager = Manager(cluster, clock=clock)
+    manager.add(controller)
+    running = run(manager)
+    cluster.create(configmap("a"))
+    assert entered.wait(5)
+    manager.stop()
+    time.sleep(0.2)
+    assert running.thread.is_alive() and manager.state == "stopping"
+    cluster.create(configmap("b"))  # no new reconcile starts while stopping
+    release.set()
+    assert running.wait() == 0
+    assert finished == ["a"] and manager.state == "stopped"
+
+
+def test_a_reconcile_still_running_after_the_grace_period_makes_the_status_1(
+        cluster: EmbeddedCluster, clock: FakeClock, run: Callable[[Manager], Running]) -> None:
+    controller, entered, release, _ = blocking_controller(clock)
+    manager = Manager(cluster, clock=clock, grace_period=30)
+    manager.add(controller)
+    running = run(manager)
+    cluster.create(configmap("a"))
+    assert entered.wait(5)
+    manager.stop()
+    try:
+        step_until(clock, lambda: not running.thread.is_alive(), limit=40, step=1)
+        assert running.wait() == 1
+    finally:
+        release.set()
+
+
+# --- leader election ------------------------------------------------------------------------------
+
+def elected(cluster: Any, clock: FakeClock, identity: str) -> tuple[Manager, list[ObjectKey]]:
+    manager = Manager(cluster, clock=clock, leader_election=LeaderElection(
+        ELECTION.namespace, ELECTION.name, identity=identity))
+    controller, seen = recorder(clock)
+    manager.add(controller)
+    return manager, seen
+
+
+def holder(cluster: EmbeddedCluster) -> str:
+    lease = cluster.get(LEASE, ObjectKey(ELECTION.namespace, ELECTION.name))
+    return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+
+
+def test_of_two_managers_only_the_leader_reconciles_while_the_other_stands_by_warm(
+        cluster: EmbeddedCluster, clock: FakeClock, run: Callable[[Manager], Running]) -> None:
+    a, a_seen = elected(cluster, clock, "a")
+    run(a)
+    eventually(lambda: a.state == "running")
+    b, b_seen = elected(cluster, clock, "b")
+    run(b)
+    eventually(lambda: b.state == "standby")
+    cluster.create(configmap("x"))
+    step_until(clock, lambda: a_seen, limit=5)
+    eventually(lambda: len(b.cache.informers[0]) == 1)  # the standby's cache is kept warm
+    clock.advance(10)  # several renewals
+    time.sleep(0.1)
+    assert a_seen == [ObjectKey("default", "x")] and b_seen == []
+    assert (a.leading, b.leading, holder(cluster)) == (True, False, "a")
+    assert b.ready() is None  # a healthy standby is ready
+
+
+def test_when_the_leader_stops_the_standby_takes_over_at_its_next_retry(
+        cluster: EmbeddedCluster, clock: FakeClock, run: Callable[[Manager], Running]) -> None:
+    a, _ = elected(cluster, clock, "a")
+    a_run = run(a)
+    eventually(lambda: a.state == "running")
+    b, b_seen = elected(cluster, clock, "b")
+    run(b)
+    eventually(lambda: b.state == "standby")
+    cluster.create(configmap("x"))
+    assert a_run.stop() == 0
+    assert holder(cluster) == ""  # released on the way out
+    took = step_until(clock, lambda: b.state == "running", limit=ELECTION.lease_duration)
+    assert took <= ELECTION.retry_period + 0.5
+    step_until(clock, lambda: b_seen, limit=5)
+    assert holder(cluster) == "b"
+
+
+class Partitioned:
+    """The embedded cluster as one manager sees it; `cut()` makes its Lease requests fail."""
+
+    def __init__(self, cluster: EmbeddedCluster) -> None:
+        self.cluster, self.is_cut = cluster, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cluster, name)
+
+    def cut(self) -> None:
+        self.is_cut = True
+
+    def _lease(self, kind: Kind) -> None:
+        if self.is_cut and kind == LEASE:
+            raise ServerError("connection refused")
+
+    def get(self, kind: Kind, key: ObjectKey) -> Any:
+        self._lease(kind)
+        return self.cluster.get(kind, key)
+
+    def update(self, obj: dict[str, Any]) -> Any:
+        self._lease(Kind.of(obj))
+        return self.cluster.update(obj)
+
+
+def test_when_the_leader_stops_renewing_it_steps_down_and_the_standby_takes_over_after_expiry(
+        cluster: EmbeddedCluster, clock: FakeClock, run: Callable[[Manager], Running]) -> None:
+    partitioned = Partitioned(cluster)
+    a, a_seen = elected(partitioned, clock, "a")
+    a_run = run(a)
+    eventually(lambda: a.state == "running")
+    b, b_seen = elected(cluster, clock, "b")
+    run(b)
+    eventually(lambda: b.state == "standby")
+    partitioned.cut()  # a's renewals fail from now on; the Lease still names it
+    a_stopped_at: list[float] = []
+
+    def a_has_stopped() -> bool:
+        if not a_run.thread.is_alive() and not a_stopped_at:
+            a_stopped_at.append(clock.monotonic())
+        return bool(a_stopped_at)
+
+    start = clock.monotonic()
+    took = step_until(clock, lambda: a_has_stopped() and b.state == "running",
+                      limit=ELECTION.lease_duration + 2 * ELECTION.retry_period)
+    assert a_run.wait() == 1  # lost leadership: the process must exit
+    assert a_stopped_at[0] - start <= ELECTION.renew_deadline + ELECTION.retry_period
+    assert took <= ELECTION.lease_duration + ELECTION.retry_period
+    assert holder(cluster) == "b"
+    cluster.create(configmap("after"))
+    step_until(clock, lambda: ObjectKey("default", "after") in b_seen, limit=5)
+    assert ObjectKey("default", "after") not in a_seen
+
+
+# --- the process: SIGTERM and the command line -------------------------------------------------------
+
+def manager_process(*args: str, state: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "tests.reconcile.manager_script", "--embedded", "--state",
+                             str(state), "--controllers", "slow", "--health-addr", "127.0.0.1:0", *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "SLOW_SECONDS": "1"})
+
+
+def test_sigterm_lets_the_reconcile_in_flight_finish_releases_the_lease_and_exits_0(tmp_path: Path) -> None:
+    with EmbeddedCluster(persist_to=tmp_path) as seed:
+        seed.create(configmap("slow-one"))
+    process = manager_process("--leader-elect", state=tmp_path)
+    watchdog = threading.Timer(30, process.kill)  # never hang the suite on a stuck child
+    watchdog.start()
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()  # blocks until the reconcile has started
+        assert first.strip() == "started default/slow-one", process.stderr.read() if process.stderr else ""
+        signalled = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=15)
+    finally:
+        watchdog.cancel()
+        watchdog.join()
+        process.kill()
+        process.wait()
+    assert process.returncode == 0, err
+    assert out.strip().splitlines() == ["finished default/slow-one"]
+    assert time.monotonic() - signalled < 10
+    assert "received SIGTERM" in err
+    with EmbeddedCluster(persist_to=tmp_path) as after:
+        lease = after.get(LEASE, ObjectKey("default", "porchkit-manager"))
+        assert lease is not None and lease["spec"]["holderIdentity"] == ""
+
+
+@pytest.fixture(name="slow_controller_known")
+def slow_controller_known_fixture() -> Iterator[None]:
+    """`porchkit manager` knows the `slow` test controller; the root logger is restored afterwards."""
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    cli.CONTROLLERS["slow"] = "tests.reconcile.manager_script:slow_controllers"
+    yield
+    del cli.CONTROLLERS["slow"]
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--controllers", "nope", "--embedded"], "unknown controller 'nope' (available: none yet)"),
+    (["--embedded"], "no controllers to run (available: none yet)"),
+    (["--state", "somewhere"], "--state keeps the embedded API server's objects: it needs --embedded"),
+    (["--embedded", "--context", "kind"], "--embedded runs its own API server"),
+    (["--leader-election-namespace", "x"], "--leader-election-namespace needs --leader-elect"),
+])
+def test_a_bad_manager_flag_is_one_line_on_stderr_and_status_1(argv: list[str], message: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["manager", *argv]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("porchkit: ") and message in err and err.count("\n") == 1
+
+
+@pytest.mark.usefixtures("slow_controller_known")
+def test_a_bad_health_address_is_refused_before_anything_starts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["manager", "--embedded", "--health-addr", "localhost"]) == 1
+    assert capsys.readouterr().err == "porchkit: --health-addr: bad address 'localhost': expected host:port or :port\n"
+
+
+@pytest.mark.usefixtures("slow_controller_known")
+def test_an_unusable_kubeconfig_is_one_line_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "kubeconfig"
+    assert cli.main(["manager", "--controllers", "slow", "--kubeconfig", str(missing)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith(f"porchkit: kubeconfig {missing}")
