@@ -16,6 +16,7 @@ Cached objects are shared: read them, never change them (copy first).
 from __future__ import annotations
 
 import builtins
+import contextlib
 import logging
 import sys
 import threading
@@ -189,10 +190,9 @@ class Informer:
         """Interrupt a back-off wait or an open watch (after setting the `stop` given to run)."""
         close = getattr(self._stream, "close", None)
         if close is not None:
-            try:
+            # a generator mid-step cannot be closed from another thread (ValueError); it ends at its timeout
+            with contextlib.suppress(ValueError):
                 close()
-            except ValueError:
-                pass  # a generator mid-step cannot be closed from another thread; it ends at its timeout
         with self._wake:
             self._wake.notify_all()
 
