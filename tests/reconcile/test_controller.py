@@ -14,31 +14,50 @@ from reconcile.cache import InformerCache
 from reconcile.controller import Controller, Owns, Watches
 from reconcile.embedded import EmbeddedCluster
 from reconcile.outcome import Done, RequeueAfter
-from tests.reconcile.test_informer import configmap, eventually
+from tests.reconcile.support import configmap, eventually
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 SECRET = Kind("v1", "Secret")
 
 
+class Started:
+    """What `start` ran, so the `stop` fixture can end it: caches, queues and worker threads."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.caches: list[InformerCache] = []
+        self.controllers: list[Controller] = []
+        self.workers: list[threading.Thread] = []
+
+    def end(self) -> None:
+        self.event.set()
+        for controller in self.controllers:
+            controller.queue.shutdown()
+        for thread in self.workers:
+            thread.join(5)
+        for cache in self.caches:
+            assert cache.stop(timeout=5)
+
+
 @pytest.fixture
-def stop() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
+def stop() -> Iterator[Started]:
+    started = Started()
+    yield started
+    started.end()
 
 
-def start(cluster: EmbeddedCluster, controller: Controller, stop: threading.Event) -> InformerCache:
+def start(cluster: EmbeddedCluster, controller: Controller, stop: Started) -> InformerCache:
     cache = InformerCache(cluster)
     controller.bind(cache)
-    cache.start(stop)
+    cache.start(stop.event)
+    stop.caches.append(cache)
     assert cache.wait_synced(5)
-    controller.run(stop)
-    stop_queue = threading.Thread(target=lambda: (stop.wait(), controller.queue.shutdown()), daemon=True)
-    stop_queue.start()
+    stop.workers += controller.run(stop.event)
+    stop.controllers.append(controller)
     return cache
 
 
-def test_a_change_to_an_object_reconciles_its_key(stop: threading.Event) -> None:
+def test_a_change_to_an_object_reconciles_its_key(stop: Started) -> None:
     cluster = EmbeddedCluster()
     seen: list[ObjectKey] = []
     controller = Controller("cm", CONFIGMAP, lambda key: seen.append(key) or Done())
@@ -47,7 +66,7 @@ def test_a_change_to_an_object_reconciles_its_key(stop: threading.Event) -> None
     eventually(lambda: ObjectKey("default", "a") in seen)
 
 
-def test_a_child_reconciles_its_controller_owner(stop: threading.Event) -> None:
+def test_a_child_reconciles_its_controller_owner(stop: Started) -> None:
     cluster = EmbeddedCluster()
     owner = cluster.create(configmap("parent"))
     seen: list[ObjectKey] = []
@@ -62,7 +81,7 @@ def test_a_child_reconciles_its_controller_owner(stop: threading.Event) -> None:
     assert seen[1] == ObjectKey("default", "parent")
 
 
-def test_children_watched_metadata_only_still_reach_their_owner_without_their_data(stop: threading.Event) -> None:
+def test_children_watched_metadata_only_still_reach_their_owner_without_their_data(stop: Started) -> None:
     cluster = EmbeddedCluster()
     owner = cluster.create(configmap("parent"))
     seen: list[ObjectKey] = []
@@ -78,7 +97,7 @@ def test_children_watched_metadata_only_still_reach_their_owner_without_their_da
     assert cached is not None and "data" not in cached and cached["metadata"]["ownerReferences"]
 
 
-def test_watches_map_other_kinds_to_keys(stop: threading.Event) -> None:
+def test_watches_map_other_kinds_to_keys(stop: Started) -> None:
     cluster = EmbeddedCluster()
     seen: list[ObjectKey] = []
     controller = Controller("cm", CONFIGMAP, lambda key: seen.append(key) or Done(),
@@ -145,7 +164,7 @@ def test_requeue_after_brings_the_key_back_after_the_delay() -> None:
     assert controller.queue.pop_ready() == [key]
 
 
-def test_a_key_is_never_reconciled_by_two_workers_at_once(stop: threading.Event) -> None:
+def test_a_key_is_never_reconciled_by_two_workers_at_once(stop: Started) -> None:
     cluster = EmbeddedCluster()
     active: set[ObjectKey] = set()
     overlaps: list[ObjectKey] = []

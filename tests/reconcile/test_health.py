@@ -14,17 +14,7 @@ from reconcile.embedded import EmbeddedCluster
 from reconcile.health import DEFAULT_SILENCE, HealthServer, for_manager, parse_address
 from reconcile.manager import LeaderElection, Manager
 from reconcile.outcome import Done
-from tests.reconcile.test_informer import configmap, eventually
-from tests.reconcile.test_manager import (  # noqa: F401 - fixtures: clock, cluster, run, the leak check
-    GatedLists,
-    Partitioned,
-    Running,
-    clock_fixture,
-    cluster_fixture,
-    no_leaked_threads_fixture,
-    run_fixture,
-    step_until,
-)
+from tests.reconcile.support import GatedLists, Partitioned, Running, configmap, eventually, step_until
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 SECRET = Kind("v1", "Secret")

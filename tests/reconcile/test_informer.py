@@ -14,21 +14,9 @@ from reconcile import FakeClock, Gone, Kind, ObjectKey, WatchEvent
 from reconcile.cache import InformerCache
 from reconcile.embedded import EmbeddedCluster
 from reconcile.informer import Informer, by_labels, metadata_only, share_strings
+from tests.reconcile.support import configmap, eventually
 
 CONFIGMAP = Kind("v1", "ConfigMap")
-
-
-def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
-            "data": data}
-
-
-def eventually(check: Any, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.005)
 
 
 class Recorder:
@@ -60,24 +48,39 @@ class FlakyWatches:
             self.gone_once = False
             raise Gone("too old resource version")
         events = self.cluster.watch(kind, **options)
-        if self.every is None:
-            return events
-        return self._cut(events)
+        return events if self.every is None else CutAfter(events, self.every)
 
-    def _cut(self, events: Iterator[WatchEvent]) -> Iterator[WatchEvent]:
-        for count, event in enumerate(events, start=1):
-            yield event
-            if count >= self.every:
-                raise ConnectionResetError("connection cut")
+
+class CutAfter:
+    """A watch stream that breaks (ConnectionResetError) after `every` events; closable from any
+    thread, as a real stream is."""
+
+    def __init__(self, events: Any, every: int) -> None:
+        self.events, self.left = events, every
+
+    def __iter__(self) -> CutAfter:
+        return self
+
+    def __next__(self) -> WatchEvent:
+        if self.left == 0:
+            self.events.close()
+            raise ConnectionResetError("connection cut")
+        self.left -= 1
+        return next(self.events)
+
+    def close(self) -> None:
+        self.events.close()
 
 
 @pytest.fixture
 def running() -> Iterator[Any]:
     stop = threading.Event()
     started: list[Informer] = []
+    threads: list[threading.Thread] = []
 
     def start(informer: Informer) -> Informer:
-        threading.Thread(target=informer.run, args=(stop,), daemon=True).start()
+        threads.append(threading.Thread(target=informer.run, args=(stop,), daemon=True))
+        threads[-1].start()
         started.append(informer)
         assert informer.synced.wait(5)
         return informer
@@ -86,6 +89,8 @@ def running() -> Iterator[Any]:
     stop.set()
     for informer in started:
         informer.wake()
+    for thread in threads:
+        thread.join(5)
 
 
 def test_the_first_list_fills_the_cache_and_reaches_handlers_as_additions(running: Any) -> None:

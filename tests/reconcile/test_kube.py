@@ -34,6 +34,7 @@ from reconcile.errors import (
 )
 from reconcile.kube import KubeCluster, KubeOptions
 from tests.reconcile.apiserver import ApiServer, write_kubeconfig
+from tests.reconcile.support import eventually
 
 TOKEN = "s3cret-token"
 CONFIGMAP = Kind("v1", "ConfigMap")
@@ -63,14 +64,6 @@ def widget_crd() -> dict[str, Any]:
 def widget(name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name, "namespace": "default"},
             "spec": spec}
-
-
-def eventually(check: Any, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
 
 
 @pytest.fixture

@@ -16,8 +16,7 @@ from reconcile import FakeClock, ObjectKey
 from reconcile.embedded import EmbeddedCluster
 from reconcile.errors import ServerError
 from reconcile.leaderelection import LEASE, LeaderElector, micro_time, parse_time
-from tests.reconcile.test_informer import eventually
-from tests.reconcile.test_manager import no_leaked_threads_fixture, step_until  # noqa: F401 - the leak check
+from tests.reconcile.support import eventually, step_until
 
 KEY = ObjectKey("default", "lock")
 

@@ -13,7 +13,6 @@ import pytest
 from reconcile import FakeClock, Kind, ObjectKey, Terminal, logs
 from reconcile.controller import Controller
 from reconcile.outcome import Done
-from tests.reconcile.test_manager import no_leaked_threads_fixture  # noqa: F401 - the leak check
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 user_log = logging.getLogger("my.operator")

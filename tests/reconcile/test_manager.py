@@ -1,8 +1,4 @@
 """The manager: shared informers, start after sync, graceful stop, leader hand-over, SIGTERM, its CLI.
-
-Helpers here (a leak check, a manager running on a thread, stepping a fake clock) are shared by
-test_health.py, test_metrics.py and test_leaderelection.py; a module importing a `*_fixture`
-gets that fixture under its short name.
 """
 
 from __future__ import annotations
@@ -21,14 +17,13 @@ from typing import Any
 import pytest
 
 from porchkit import cli
-from reconcile import FakeClock, Kind, ListResult, ObjectKey
+from reconcile import FakeClock, Kind, ObjectKey
 from reconcile.controller import Controller
 from reconcile.embedded import EmbeddedCluster
-from reconcile.errors import ServerError
 from reconcile.leaderelection import LEASE
 from reconcile.manager import LeaderElection, Manager
 from reconcile.outcome import Done
-from tests.reconcile.test_informer import configmap, eventually
+from tests.reconcile.support import GatedLists, Partitioned, Running, configmap, eventually, step_until
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 SECRET = Kind("v1", "Secret")
@@ -36,78 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ELECTION = LeaderElection(namespace="default", name="porchkit-test")
 
 
-# --- shared helpers ----------------------------------------------------------------------------
-
-@pytest.fixture(name="no_leaked_threads", autouse=True)
-def no_leaked_threads_fixture() -> Iterator[None]:
-    """Fails a test that leaves a thread running (after giving stopping threads 5 s to end)."""
-    before = set(threading.enumerate())
-    yield
-    deadline = time.monotonic() + 5
-    while left := [t.name for t in threading.enumerate() if t not in before and t.is_alive()]:
-        if time.monotonic() > deadline:
-            pytest.fail(f"threads left running: {left}")
-        time.sleep(0.01)
-
-
-@pytest.fixture(name="clock")
-def clock_fixture() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture(name="cluster")
-def cluster_fixture(clock: FakeClock) -> Iterator[EmbeddedCluster]:
-    """An embedded cluster on the fake clock, closed (ending every watch) after the test."""
-    with EmbeddedCluster(clock=clock) as embedded:
-        yield embedded
-
-
-class Running:
-    """`manager.run()` on a thread of its own."""
-
-    def __init__(self, manager: Manager) -> None:
-        self.manager, self.code = manager, None
-        self.thread = threading.Thread(target=self._run, name="manager-run")
-        self.thread.start()
-
-    def _run(self) -> None:
-        self.code = self.manager.run()
-
-    def wait(self, timeout: float = 10) -> int | None:
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "the manager did not stop"
-        return self.code
-
-    def stop(self, timeout: float = 10) -> int | None:
-        self.manager.stop()
-        return self.wait(timeout)
-
-
-@pytest.fixture(name="run")
-def run_fixture() -> Iterator[Callable[[Manager], Running]]:
-    """Start managers on threads; any still running are stopped after the test."""
-    started: list[Running] = []
-
-    def start(manager: Manager) -> Running:
-        started.append(Running(manager))
-        return started[-1]
-
-    yield start
-    for running in started:
-        running.stop()
-
-
-def step_until(clock: FakeClock, check: Callable[[], Any], *, limit: float, step: float = 0.25) -> float:
-    """Advance `clock` in steps, giving threads a moment after each, until `check()` holds; returns
-    the clock-seconds it took. Fails past `limit` clock-seconds."""
-    elapsed = 0.0
-    while not check():
-        if elapsed > limit:
-            raise AssertionError(f"condition not reached within {limit} clock-seconds")
-        clock.advance(step)
-        elapsed += step
-        time.sleep(0.02)
-    return elapsed
+# --- wiring and start-up ---------------------------------------------------------------------------
 
 
 def recorder(clock: FakeClock, name: str = "cm", seen: list[ObjectKey] | None = None,
@@ -116,29 +40,6 @@ def recorder(clock: FakeClock, name: str = "cm", seen: list[ObjectKey] | None = 
     keys: list[ObjectKey] = [] if seen is None else seen
     return Controller(name, kind, lambda key: keys.append(key) or Done(), clock=clock), keys
 
-
-class GatedLists:
-    """The embedded cluster, except that `list` waits until `release()` (a slow first list), then
-    answers, or fails if released with `fail=True`."""
-
-    def __init__(self, cluster: EmbeddedCluster) -> None:
-        self.cluster, self.gate, self.fail = cluster, threading.Event(), False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.cluster, name)
-
-    def list(self, kind: Kind, **options: Any) -> ListResult:
-        self.gate.wait(10)
-        if self.fail:
-            raise ServerError("the API server is unreachable")
-        return self.cluster.list(kind, **options)
-
-    def release(self, *, fail: bool = False) -> None:
-        self.fail = fail
-        self.gate.set()
-
-
-# --- wiring and start-up ---------------------------------------------------------------------------
 
 def test_controllers_watching_one_kind_share_one_informer(cluster: EmbeddedCluster, clock: FakeClock,
                                                           run: Callable[[Manager], Running]) -> None:
@@ -295,31 +196,6 @@ def test_when_the_leader_stops_the_standby_takes_over_at_its_next_retry(
     assert took <= ELECTION.retry_period + 0.5
     step_until(clock, lambda: b_seen, limit=5)
     assert holder(cluster) == "b"
-
-
-class Partitioned:
-    """The embedded cluster as one manager sees it; `cut()` makes its Lease requests fail."""
-
-    def __init__(self, cluster: EmbeddedCluster) -> None:
-        self.cluster, self.is_cut = cluster, False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.cluster, name)
-
-    def cut(self) -> None:
-        self.is_cut = True
-
-    def _lease(self, kind: Kind) -> None:
-        if self.is_cut and kind == LEASE:
-            raise ServerError("connection refused")
-
-    def get(self, kind: Kind, key: ObjectKey) -> Any:
-        self._lease(kind)
-        return self.cluster.get(kind, key)
-
-    def update(self, obj: dict[str, Any]) -> Any:
-        self._lease(Kind.of(obj))
-        return self.cluster.update(obj)
 
 
 def test_when_the_leader_stops_renewing_it_steps_down_and_the_standby_takes_over_after_expiry(

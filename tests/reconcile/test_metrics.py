@@ -16,15 +16,7 @@ from reconcile.health import for_manager
 from reconcile.manager import LeaderElection, Manager
 from reconcile.metrics import Metrics
 from reconcile.outcome import Done, Outcome, RequeueAfter
-from tests.reconcile.test_informer import configmap
-from tests.reconcile.test_manager import (  # noqa: F401 - fixtures: clock, cluster, run, the leak check
-    Running,
-    clock_fixture,
-    cluster_fixture,
-    no_leaked_threads_fixture,
-    run_fixture,
-    step_until,
-)
+from tests.reconcile.support import Running, configmap, step_until
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

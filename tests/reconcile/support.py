@@ -1,0 +1,109 @@
+"""Helpers shared by the runtime's tests: objects, polling, managers on threads, a fake clock's steps."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from reconcile import FakeClock, Kind, ListResult, ObjectKey
+from reconcile.embedded import EmbeddedCluster
+from reconcile.errors import ServerError
+from reconcile.leaderelection import LEASE
+from reconcile.manager import Manager
+
+
+def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
+            "data": data}
+
+
+def eventually(check: Callable[[], Any], timeout: float = 5.0) -> Any:
+    """Poll `check` until it returns something true (which is returned); fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.005)
+    return found
+
+
+class Running:
+    """`manager.run()` on a thread of its own."""
+
+    def __init__(self, manager: Manager) -> None:
+        self.manager, self.code = manager, None
+        self.thread = threading.Thread(target=self._run, name="manager-run")
+        self.thread.start()
+
+    def _run(self) -> None:
+        self.code = self.manager.run()
+
+    def wait(self, timeout: float = 10) -> int | None:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the manager did not stop"
+        return self.code
+
+    def stop(self, timeout: float = 10) -> int | None:
+        self.manager.stop()
+        return self.wait(timeout)
+
+
+def step_until(clock: FakeClock, check: Callable[[], Any], *, limit: float, step: float = 0.25) -> float:
+    """Advance `clock` in steps, giving threads a moment after each, until `check()` holds; returns
+    the clock-seconds it took. Fails past `limit` clock-seconds."""
+    elapsed = 0.0
+    while not check():
+        if elapsed > limit:
+            raise AssertionError(f"condition not reached within {limit} clock-seconds")
+        clock.advance(step)
+        elapsed += step
+        time.sleep(0.02)
+    return elapsed
+
+
+class GatedLists:
+    """The embedded cluster, except that `list` waits until `release()` (a slow first list), then
+    answers, or fails if released with `fail=True`."""
+
+    def __init__(self, cluster: EmbeddedCluster) -> None:
+        self.cluster, self.gate, self.fail = cluster, threading.Event(), False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cluster, name)
+
+    def list(self, kind: Kind, **options: Any) -> ListResult:
+        self.gate.wait(10)
+        if self.fail:
+            raise ServerError("the API server is unreachable")
+        return self.cluster.list(kind, **options)
+
+    def release(self, *, fail: bool = False) -> None:
+        self.fail = fail
+        self.gate.set()
+
+
+class Partitioned:
+    """The embedded cluster as one manager sees it; `cut()` makes its Lease requests fail."""
+
+    def __init__(self, cluster: EmbeddedCluster) -> None:
+        self.cluster, self.is_cut = cluster, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cluster, name)
+
+    def cut(self) -> None:
+        self.is_cut = True
+
+    def _lease(self, kind: Kind) -> None:
+        if self.is_cut and kind == LEASE:
+            raise ServerError("connection refused")
+
+    def get(self, kind: Kind, key: ObjectKey) -> Any:
+        self._lease(kind)
+        return self.cluster.get(kind, key)
+
+    def update(self, obj: dict[str, Any]) -> Any:
+        self._lease(Kind.of(obj))
+        return self.cluster.update(obj)
