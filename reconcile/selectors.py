@@ -11,7 +11,8 @@ which is what a real API server is sent.
 A field selector is `metadata.name=x,status.phase!=Running` (`=`, `==`, `!=`, with `\\,`, `\\=`
 and `\\\\` escapes). The real API server supports only a few fields per kind
 (`metadata.name`, `metadata.namespace`, and e.g. `spec.nodeName` and `status.phase` for pods);
-this module matches any dotted path on any kind. A missing field reads as "" (so
+this module matches any dotted path on any kind, and EmbeddedCluster refuses the fields a real
+server would not support before it asks this module to match. A missing field reads as "" (so
 `spec.nodeName=` matches unscheduled pods), booleans as `true`/`false`, numbers as written, and
 a map or list never equals a value.
 
