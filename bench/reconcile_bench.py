@@ -1,7 +1,8 @@
 """The reconcile runtime's capacity on the embedded cluster.
 
   * writes/s: creates, then updates, of small ConfigMaps (target >= 5,000/s);
-  * informer cache memory per object for 10k and 100k ConfigMaps, against their JSON size
+  * informer cache memory per object for 10k and 100k ConfigMaps, against their JSON size as
+    the server lists them (managedFields included; the cache drops them)
     (target <= 2.5x), measured with tracemalloc around the cache's first list;
   * end-to-end throughput of a trivial controller (a change in, a reconcile done) with 1, 4
     and 16 workers (target >= 2,000 reconciles/s).

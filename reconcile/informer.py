@@ -112,7 +112,7 @@ class Informer:
         self.transform, self.clock, self.watch_timeout = transform, clock, watch_timeout
         self.backoff = backoff or ItemBackoff(first=0.5, cap=30.0)
         self.synced = threading.Event()
-        self.listing = False  # True while handlers receive the changes a list found
+        self._listing = threading.local()  # per thread: a replay in add_handler and a relist may overlap
         self.relists = 0
         self.last_activity = clock.monotonic()
         self._lock = threading.RLock()
@@ -132,12 +132,18 @@ class Informer:
         with self._lock:
             self._handlers.append(handler)
             current = list(self._cache.values())
-        self.listing = True
+        self._listing.on = True
         try:
             for obj in current:
                 handler(None, obj)
         finally:
-            self.listing = False
+            self._listing.on = False
+
+    @property
+    def listing(self) -> bool:
+        """True while this thread's handlers receive changes found by a list (the first list, a
+        relist, or the replay of `add_handler`) rather than by the watch."""
+        return bool(getattr(self._listing, "on", False))
 
     def add_index(self, name: str, index: IndexFunc) -> None:
         with self._lock:
@@ -209,11 +215,11 @@ class Informer:
                 self._store(old, new)
             self._resource_version = result.resource_version
         self.last_activity = self.clock.monotonic()
-        self.listing = True
+        self._listing.on = True
         try:
             self._notify(changes)
         finally:
-            self.listing = False
+            self._listing.on = False
         self.synced.set()
 
     def _watch(self, stop: threading.Event) -> None:

@@ -272,3 +272,19 @@ def test_bookmarks_keep_a_quiet_watch_fresh() -> None:
         stop.set()
         informer.wake()
         thread.join(5)
+
+
+def test_handlers_can_tell_changes_found_by_a_list_from_changes_seen_on_the_watch(running: Any) -> None:
+    cluster = EmbeddedCluster()
+    cluster.create(configmap("before"))
+    informer = Informer(cluster, CONFIGMAP)
+    seen: dict[str, bool] = {}
+    informer.add_handler(lambda old, new: seen.__setitem__((new or old)["metadata"]["name"], informer.listing))
+    running(informer)
+    cluster.create(configmap("after"))
+    eventually(lambda: "after" in seen)
+    late: dict[str, bool] = {}
+    informer.add_handler(lambda old, new: late.__setitem__((new or old)["metadata"]["name"], informer.listing))
+    assert seen == {"before": True, "after": False}
+    assert late == {"before": True, "after": True}  # a late handler's replay counts as a list
+    assert not informer.listing
