@@ -35,7 +35,7 @@ from urllib.parse import quote
 import urllib3
 from kubernetes import config as kube_config
 from kubernetes.client import Configuration
-from kubernetes.config.incluster_config import SERVICE_HOST_ENV_NAME, SERVICE_TOKEN_FILENAME
+from kubernetes.config import incluster_config
 
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import (
@@ -119,7 +119,8 @@ class KubeCluster:
     def auto(cls, *, options: KubeOptions = DEFAULT_OPTIONS) -> KubeCluster:
         """`in_cluster()` when running in a pod (service host set, token mounted), else the
         default kubeconfig."""
-        if os.environ.get(SERVICE_HOST_ENV_NAME) and os.path.exists(SERVICE_TOKEN_FILENAME):
+        if (os.environ.get(incluster_config.SERVICE_HOST_ENV_NAME)
+                and os.path.exists(incluster_config.SERVICE_TOKEN_FILENAME)):
             return cls.in_cluster(options=options)
         return cls.from_kubeconfig(options=options)
 

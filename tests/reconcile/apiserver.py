@@ -19,6 +19,7 @@ import contextlib
 import json
 import select
 import socket
+import ssl
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -61,8 +62,9 @@ class Fault(NamedTuple):
 class ApiServer:
     """An HTTP server on 127.0.0.1 in front of `cluster`; `start()` it, `stop()` it."""
 
-    def __init__(self, cluster: EmbeddedCluster, *, token: str = "") -> None:
-        self.cluster, self.token = cluster, token
+    def __init__(self, cluster: EmbeddedCluster, *, token: str = "", tls: ssl.SSLContext | None = None) -> None:
+        """`tls`, a server-side context with its certificate loaded, serves HTTPS instead."""
+        self.cluster, self.token, self.scheme = cluster, token, "https" if tls is not None else "http"
         self.requests: list[Request] = []
         self.on_request: Callable[[Request], None] | None = None  # called before each request is served
         self._faults: list[Fault] = []
@@ -71,13 +73,15 @@ class ApiServer:
         self._watches: set[Iterator[WatchEvent]] = set()
         self._connections: dict[socket.socket, threading.Thread] = {}
         self._http = _Server(("127.0.0.1", 0), _Handler, self)
+        if tls is not None:
+            self._http.socket = tls.wrap_socket(self._http.socket, server_side=True)
         self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="test-apiserver", daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self._http.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self.scheme}://{host!s}:{port}"
 
     def start(self) -> ApiServer:
         self._thread.start()
@@ -199,7 +203,8 @@ class _Handler(BaseHTTPRequestHandler):
         if api.on_request is not None:
             api.on_request(request)
         try:
-            if api.token and self.headers.get("Authorization") != f"Bearer {api.token}":
+            scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
+            if api.token and (scheme.lower() != "bearer" or token != api.token):  # the scheme is case-blind
                 raise Unauthorized("Unauthorized")
             fault = api._take_fault(method)
             if fault is not None:

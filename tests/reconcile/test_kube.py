@@ -7,6 +7,8 @@ mapping of statuses to reconcile.errors, and releasing connections.
 
 from __future__ import annotations
 
+import shutil
+import ssl
 import subprocess
 import sys
 import threading
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes.config import incluster_config
 
 from reconcile.clock import FakeClock
 from reconcile.cluster import Cluster, Kind, ObjectKey, ResourceInfo, WatchEvent
@@ -129,6 +132,37 @@ def test_in_cluster_outside_a_pod_is_a_reconcile_error(monkeypatch: pytest.Monke
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(ReconcileError, match="in-cluster"):
         KubeCluster.in_cluster()
+
+
+def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made by the openssl command."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("the openssl command is needed to make a certificate for the HTTPS test server")
+    cert, key = directory / "ca.crt", directory / "tls.key"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def test_in_a_pod_the_service_account_token_and_ca_reach_the_server_over_https(
+        embedded: EmbeddedCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cert, key = self_signed_certificate(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    token = tmp_path / "token"
+    token.write_text(TOKEN)
+    with ApiServer(embedded, token=TOKEN, tls=context) as api:
+        monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+        monkeypatch.setenv("KUBERNETES_SERVICE_PORT", api.url.rsplit(":", 1)[1])
+        monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+        monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(cert))
+        with KubeCluster.auto() as cluster:  # in a pod: the service host is set and the token mounted
+            assert cluster.host == api.url
+            cluster.create(configmap("from-a-pod", k="v"))
+            assert (cluster.get(CONFIGMAP, ObjectKey("default", "from-a-pod")) or {}).get("data") == {"k": "v"}
+        # the server refuses any request without the token (see test_a_wrong_token_is_unauthorized)
 
 
 def test_importing_reconcile_does_not_import_kubernetes() -> None:
