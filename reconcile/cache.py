@@ -15,14 +15,15 @@ from typing import Any
 
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey
+from reconcile.errors import ReconcileError
 from reconcile.informer import Informer, Transform, drop_managed_fields
 from reconcile.informer import metadata_only as keep_metadata_only
 
 
 class InformerCache:
     def __init__(self, cluster: Cluster, *, clock: Clock = SYSTEM_CLOCK,
-                 transform: Transform = drop_managed_fields) -> None:
-        self.cluster, self.clock, self.transform = cluster, clock, transform
+                 transform: Transform = drop_managed_fields, read_timeout: float = 30.0) -> None:
+        self.cluster, self.clock, self.transform, self.read_timeout = cluster, clock, transform, read_timeout
         self._informers: dict[tuple[Kind, str, str, bool], Informer] = {}
         self._threads: list[threading.Thread] = []
         self._stop: threading.Event | None = None  # set once the cache runs
@@ -69,18 +70,13 @@ class InformerCache:
         """Whether every informer finished its first list within `timeout` (real) seconds."""
         return all(informer.synced.wait(timeout) for informer in self.informers)
 
-    def get(self, kind: Kind, key: ObjectKey) -> Obj | None:
-        return self._cluster_wide(kind).get(key)
+    def get(self, kind: Kind, key: ObjectKey, *, metadata_only: bool = False) -> Obj | None:
+        """The cached object (shared: never change it), or None; see `_reader`."""
+        return self._reader(kind, metadata_only).get(key)
 
-    def list(self, kind: Kind, namespace: str = "") -> list[Obj]:
-        return self._cluster_wide(kind).list(namespace)
-
-    def silence(self) -> float:
-        """Seconds since the quietest informer last heard anything (event, bookmark or list)."""
-        informers = self.informers
-        if not informers:
-            return 0.0
-        return self.clock.monotonic() - min(informer.last_activity for informer in informers)
+    def list(self, kind: Kind, namespace: str = "", *, metadata_only: bool = False) -> list[Obj]:
+        """The cached objects of `kind` (in `namespace`, or everywhere); see `_reader`."""
+        return self._reader(kind, metadata_only).list(namespace)
 
     def stop(self, timeout: float = 5.0) -> bool:
         """After the `stop` event given to `start` is set: end every watch and wait up to `timeout`
@@ -94,5 +90,18 @@ class InformerCache:
             thread.join(max(0.0, deadline - time.monotonic()))
         return not any(thread.is_alive() for thread in threads)
 
-    def _cluster_wide(self, kind: Kind) -> Informer:
-        return self.informer(kind)
+    def _reader(self, kind: Kind, metadata_only: bool) -> Informer:
+        """The cluster-wide informer of `kind`, synced. Like controller-runtime's cache, a read of a
+        kind nothing watches yet starts an informer for it, and waits (up to `read_timeout` real
+        seconds) for its first list: an unsynced cache would answer "absent" for objects that
+        exist. Raises ReconcileError when the cache is not running or the list does not come."""
+        informer = self.informer(kind, metadata_only=metadata_only)
+        if informer.synced.is_set():
+            return informer
+        with self._lock:
+            running = self._stop is not None
+        if not running:
+            raise ReconcileError(f"the cache is not started: cannot read {kind} from it")
+        if not informer.synced.wait(self.read_timeout):
+            raise ReconcileError(f"the cache of {kind} has not synced within {self.read_timeout:g}s")
+        return informer

@@ -16,7 +16,10 @@ Promises, after client-go's EventCorrelator:
   best effort, and a reconcile must never fail over one.
 Memory is bounded: at most `EventLimits.tracked` objects and repeat keys are remembered (least
 recently used are forgotten first).
-Does not: send asynchronously (`record` makes at most one read and one write, under a lock), or
+Threads: events about one object are written one at a time, in order (so repeats aggregate);
+events about different objects are written in parallel, and no lock is held across a request
+except that object's own.
+Does not: send asynchronously (`record` makes at most one read and one write), or
 write events.k8s.io/v1 Events (the same objects, served at another version by a real server).
 """
 
@@ -25,7 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from reconcile import objects
@@ -71,8 +74,11 @@ class _Written:
 
 @dataclass(slots=True)
 class _Tokens:
+    """An object's token bucket, and the lock its events are written under."""
+
     tokens: float
     at: float
+    writing: threading.Lock = field(default_factory=threading.Lock)
 
 
 class EventRecorder:
@@ -90,23 +96,28 @@ class EventRecorder:
 
     def record(self, kind: Kind, key: ObjectKey, event_type: str, reason: str, message: str) -> None:
         """Record an event (`Normal` or `Warning`) about the object; never raises."""
-        try:
-            with self._lock:
-                self._record(kind, key, event_type, reason, message)
-        except Exception:
-            log.debug("dropped event %s %s on %s %s", event_type, reason, kind, key, exc_info=True)
-
-    def _record(self, kind: Kind, key: ObjectKey, event_type: str, reason: str, message: str) -> None:
         if event_type not in (NORMAL, WARNING):
             log.debug("dropped event %s on %s %s: type %r is not Normal or Warning", reason, kind, key, event_type)
             return
-        if not self._take_token(kind, key):
-            log.debug("dropped event %s on %s %s: rate limited", reason, kind, key)
-            return
+        try:
+            with self._lock:
+                bucket = self._take_token(kind, key)
+            if bucket is None:
+                log.debug("dropped event %s on %s %s: rate limited", reason, kind, key)
+                return
+            with bucket.writing:
+                self._write(kind, key, event_type, reason, message)
+        except Exception:
+            log.debug("dropped event %s %s on %s %s", event_type, reason, kind, key, exc_info=True)
+
+    def _write(self, kind: Kind, key: ObjectKey, event_type: str, reason: str, message: str) -> None:
+        """Patch the Event of an earlier repeat, or create one; holds only the object's own lock
+        across requests (self._lock only around the bookkeeping)."""
         message = message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE - 3] + "..."
         now = objects.rfc3339(self.clock.time())
         repeat = (kind, key, event_type, reason, message)
-        seen = _lru_get(self._written, repeat)
+        with self._lock:
+            seen = _lru_get(self._written, repeat)
         if seen is not None:
             try:
                 self.cluster.patch(EVENT, ObjectKey(seen.namespace, seen.name),
@@ -118,8 +129,9 @@ class EventRecorder:
         count, first = (seen.count + 1, seen.first_timestamp) if seen is not None else (1, now)
         created = self.cluster.create(self._event(kind, key, event_type, reason, message, count, first, now))
         meta = objects.metadata(created)
-        _lru_put(self._written, repeat, _Written(str(meta.get("namespace")), str(meta.get("name")), count, first),
-                 self.limits.tracked)
+        with self._lock:
+            _lru_put(self._written, repeat, _Written(str(meta.get("namespace")), str(meta.get("name")), count, first),
+                     self.limits.tracked)
 
     def _event(self, kind: Kind, key: ObjectKey, event_type: str, reason: str, message: str, count: int,
                first: str, now: str) -> dict[str, Any]:
@@ -152,12 +164,14 @@ class EventRecorder:
     def _name(self, object_name: str) -> str:
         # client-go: "<object name>.<unix nanoseconds in hex>"; kept unique within this recorder
         # even when the (fake) clock stands still.
-        nanos = max(int(self.clock.time() * 1e9), self._last_nanos + 1)
-        self._last_nanos = nanos
+        with self._lock:
+            nanos = max(int(self.clock.time() * 1e9), self._last_nanos + 1)
+            self._last_nanos = nanos
         suffix = f".{nanos:x}"
         return object_name[:_MAX_NAME - len(suffix)] + suffix
 
-    def _take_token(self, kind: Kind, key: ObjectKey) -> bool:
+    def _take_token(self, kind: Kind, key: ObjectKey) -> _Tokens | None:
+        """The object's bucket with one token spent, or None when it has none left (lock held)."""
         now = self.clock.monotonic()
         limits = self.limits
         bucket = _lru_get(self._buckets, (kind, key))
@@ -166,9 +180,9 @@ class EventRecorder:
         bucket.tokens = min(float(limits.burst), bucket.tokens + (now - bucket.at) / limits.refill_seconds)
         bucket.at = now
         if bucket.tokens < 1:
-            return False
+            return None
         bucket.tokens -= 1
-        return True
+        return bucket
 
 
 def _lru_get(table: OrderedDict[K, V], key: K) -> V | None:

@@ -8,7 +8,9 @@ Promises:
     so nothing is lost or repeated; a `Gone` answer triggers one relist, whose differences with
     the cache reach the handlers as ordinary changes; other failures retry with back-off;
   * `last_activity` (clock.monotonic()) moves with every event and bookmark, for health checks
-    that must notice a watch gone silent.
+    that must notice a watch gone silent;
+  * a handler that raises is logged and skipped: the change still reaches the cache and every
+    other handler, and the watch goes on.
 Does not: decide what a change means (controllers map changes to keys), or write to the cluster.
 Cached objects are shared: read them, never change them (copy first).
 """
@@ -283,7 +285,11 @@ class Informer:
     def _notify(self, changes: builtins.list[Change]) -> None:
         for old, new in changes:
             for handler in list(self._handlers):
-                handler(old, new)
+                try:
+                    handler(old, new)
+                except Exception:  # a bug in one handler (a mapper, say) must not stall the kind for all
+                    obj = new if new is not None else old
+                    log.exception("a handler of %s failed on %s", self.kind, ObjectKey.of(obj or {}))
 
 
 def _version(obj: Any) -> str:

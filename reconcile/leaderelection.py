@@ -6,11 +6,13 @@ Promises:
     stays a candidate;
   * a candidate takes the Lease when it is absent, released (holderIdentity ""), or expired:
     renewTime + leaseDurationSeconds < now, judged with the injected clock's `time()`;
-  * a leader renews every `retry_period`; if no renewal has succeeded for `renew_deadline`, or
-    another holder shows up, it stops leading (`on_stopped_leading`), well before the
-    `lease_duration` after which a candidate may take over;
+  * a leader renews every `retry_period`; if no renewal has succeeded for `renew_deadline` (a
+    request that hangs counts as failed once the deadline passes), or another holder shows up,
+    it stops leading (`on_stopped_leading`), well before the `lease_duration` after which a
+    candidate may take over;
   * on shutdown a leader releases the Lease (holderIdentity "", renewTime now, leaseDurationSeconds 1),
-    so a standby takes over at its next retry instead of waiting for expiry;
+    so a standby takes over at its next retry instead of waiting for expiry, unless work it
+    started is still running (then the Lease is left to expire);
   * `leaseTransitions` counts changes of holder.
 Does not: start or stop controllers (manager.py does, from the callbacks), or read wall-clock time.
 Defaults are controller-runtime's: 15 s / 10 s / 2 s.
@@ -147,12 +149,14 @@ class LeaderElector:
     # --- the loop -------------------------------------------------------------------------------
 
     def run(self, stop: threading.Event, on_started_leading: Callable[[], None],
-            on_stopped_leading: Callable[[], None], *, release_on_cancel: bool = True) -> bool:
+            on_stopped_leading: Callable[[], bool | None], *, release_on_cancel: bool = True) -> bool:
         """Campaign until leading, lead until `stop` is set or the Lease is lost; for a thread.
 
         `on_started_leading` should return promptly. `on_stopped_leading` is called once leadership
-        ends either way, before the Lease is released, so it may block to drain work in flight.
-        Returns True when leadership was lost (or never had, if `stop` came first: False)."""
+        ends either way, before the Lease is released, so it may block to drain work in flight; if
+        it returns False (work is still running), the Lease is not released but left to expire,
+        so that no standby starts on the same objects meanwhile. Returns True when leadership was
+        lost (or never had, if `stop` came first: False)."""
         while not self.try_acquire_or_renew():
             if self._pause(stop, self.retry_period):
                 return False
@@ -161,19 +165,39 @@ class LeaderElector:
         lost = False
         try:
             while not self._pause(stop, self.retry_period):
-                if self.try_acquire_or_renew():
-                    continue
                 assert self.last_renewed is not None
+                if self._renew_by(self.last_renewed + self.renew_deadline):
+                    continue
                 if self.holder != self.identity or self.clock.monotonic() - self.last_renewed >= self.renew_deadline:
                     lost = True
                     log.warning("lease %s: %s lost leadership (holder now %r)", self.key, self.identity,
                                 self.holder)
                     break
         finally:
-            on_stopped_leading()
-            if not lost and release_on_cancel:
+            drained = on_stopped_leading()
+            if not lost and release_on_cancel and drained is not False:
                 self.release()
         return lost
+
+    def _renew_by(self, deadline: float) -> bool:
+        """`try_acquire_or_renew`, waited for no later than `deadline` (clock.monotonic()): a
+        request that hangs must not keep this replica leading past its renew deadline, while a
+        candidate may take the expired Lease. The attempt runs on a thread of its own, which a
+        hung request leaves behind until it returns; it can then only renew a Lease we no longer
+        act on."""
+        outcome: list[bool] = []
+
+        def attempt() -> None:
+            renewed = self.try_acquire_or_renew()
+            with self._wake:
+                outcome.append(renewed)
+                self._wake.notify_all()
+
+        threading.Thread(target=attempt, name=f"lease-renew-{self.key.name}", daemon=True).start()
+        with self._wake:
+            while not outcome and (left := deadline - self.clock.monotonic()) > 0:
+                self.clock.wait(self._wake, min(left, POLL))
+            return bool(outcome) and outcome[0]
 
     def wake(self) -> None:
         """Cut a pause short (after setting the `stop` given to `run`)."""

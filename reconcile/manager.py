@@ -13,9 +13,10 @@
 * standby: the caches are synced; without leader election this state lasts no time at all.
 * running: leading (or not electing), each controller's workers start.
 * stopping, after `stop()`, SIGTERM or SIGINT (handlers are installed while `run()` runs on the
-  main thread; a second signal skips the grace period): the queues stop handing out keys, the
-  reconciles in flight finish (waiting up to `grace_period`), the Lease is released so a standby
-  takes over at once, and the informers stop.
+  main thread; a second signal ends the process at once, with status 1): the queues stop handing
+  out keys, the reconciles in flight finish (waiting up to `grace_period`), the Lease is
+  released so a standby takes over at once (unless a reconcile is still running: then it is
+  left to expire, lest the standby start on the same keys), and the informers stop.
 * Leadership lost (the Lease could not be renewed for `renew_deadline`, or another holder shows up):
   workers stop the same way, the Lease is not released, and `run()` returns 1. The process must
   then exit, as controller-runtime's does: another replica leads now, and a fresh process can
@@ -104,7 +105,7 @@ class Manager:
         self._leading = False
         self._lost = False
         self._signalled: int | None = None  # set by the signal handler, which takes no lock
-        self._forced = False  # a second signal: no grace period
+        self._forced = False  # a second signal: exiting now, no grace period
         self._workers: list[threading.Thread] = []
         self._campaign: threading.Thread | None = None
         self._cache_stop = threading.Event()
@@ -173,9 +174,9 @@ class Manager:
 
     def run(self) -> int:
         """Run until stopped; see the module docstring for the states and the exit status."""
+        self._start()  # raises for a second run, before anything of the first is touched
         restore = self._install_signal_handlers()
         try:
-            self._start()
             code = self._supervise()
         finally:
             try:
@@ -249,8 +250,9 @@ class Manager:
             self._leading = True
             self._cond.notify_all()
 
-    def _stopped_leading(self) -> None:
-        """On the campaign's thread, before the Lease is released: drain first, then release."""
+    def _stopped_leading(self) -> bool:
+        """On the campaign's thread, before the Lease is released: drain first, then release (only
+        when every reconcile finished: otherwise a standby would start on the same keys)."""
         assert self.elector is not None
         self.metrics.leading(self.elector.name, False)
         with self._cond:
@@ -258,7 +260,7 @@ class Manager:
             if not self._elector_stop.is_set():
                 self._lost = True  # not asked to stop: the Lease was lost
             self._cond.notify_all()
-        self._stop_workers()
+        return self._stop_workers()
 
     # --- stopping -------------------------------------------------------------------------------
 
@@ -304,7 +306,7 @@ class Manager:
             return drained
 
     def _install_signal_handlers(self) -> Callable[[], None]:
-        """SIGTERM and SIGINT request a graceful stop, a second one skips the grace period; only on
+        """SIGTERM and SIGINT request a graceful stop, a second one exits at once (SystemExit 1); only on
         the main thread (Python delivers signals there). Returns a function restoring the old ones."""
         if threading.current_thread() is not threading.main_thread():
             return lambda: None

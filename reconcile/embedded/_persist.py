@@ -47,7 +47,15 @@ class Journal:
         self._lines = 0
 
     def load(self) -> Saved:
-        """What the directory holds (empty for a new directory)."""
+        """What the directory holds (empty for a new directory); ServerError, naming the file (and
+        line), when a file is not what this module writes."""
+        try:
+            return self._load()
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise ServerError(f"{self.directory}: not a state directory porchkit can read "
+                              f"({type(err).__name__}: {err})") from err
+
+    def _load(self) -> Saved:
         revision, kinds, objects = 0, [], {}
         snapshot = self.directory / SNAPSHOT
         if snapshot.exists():
@@ -69,6 +77,9 @@ class Journal:
                     if number == len(lines):
                         break  # torn by a crash in mid-write
                     raise ServerError(f"{journal}:{number}: not valid JSON") from None
+                if not isinstance(entry, dict) or entry.get("t") not in ("kinds", "put", "del") or (
+                        entry["t"] != "kinds" and not all(k in entry for k in ("r", "g", "k", "o"))):
+                    raise ServerError(f"{journal}:{number}: not a journal entry")
                 if entry["t"] == "kinds":
                     kinds = [_info(k) for k in entry["kinds"]]
                     continue

@@ -52,15 +52,11 @@ class Watcher:
     def offer(self, change: Change) -> None:
         if self.overflowed or self.abandoned:
             return
-        queue = self.queue
-        if len(queue) >= MAX_PENDING:
-            self.overflowed = True
-        elif queue:
-            queue.append(change)  # the consumer has not drained the queue yet: it will see this
-            return
-        else:
-            queue.append(change)
-        with self.condition:  # it may be waiting for an empty queue to fill
+        with self.condition:  # the consumer checks for an empty queue under it before it waits
+            if len(self.queue) >= MAX_PENDING:
+                self.overflowed = True
+            else:
+                self.queue.append(change)
             self.condition.notify()
 
     def abandon(self) -> None:

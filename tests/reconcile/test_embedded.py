@@ -16,7 +16,7 @@ import pytest
 from reconcile.cluster import Kind, LabelSelector, ListResult, Obj, ObjectKey, PatchType, Propagation, ResourceInfo
 from reconcile.cluster import WatchEvent as Event
 from reconcile.embedded import EmbeddedCluster
-from reconcile.errors import AlreadyExists, Conflict, Gone, NotFound
+from reconcile.errors import AlreadyExists, Conflict, Gone, NotFound, ServerError
 from reconcile.patching import apply_patch, clone
 from reconcile.selectors import parse_fields, parse_labels
 
@@ -388,3 +388,14 @@ def test_the_documented_example_runs(name: str, tmp_path: Path, monkeypatch: pyt
     assert match, f"no `{name}` example in docs/embedded-cluster.md"
     monkeypatch.chdir(tmp_path)
     exec(compile(match.group(1), f"docs/embedded-cluster.md:{name}", "exec"), {"__name__": f"example_{name}"})
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("state.json", '{"format": 1}'),
+    ("journal.jsonl", '{"t": "put", "r": 1}\n{"t": "put", "r": 2}\n'),
+    ("journal.jsonl", '[1, 2]\n{}\n'),
+])
+def test_a_state_directory_it_cannot_read_is_one_error_naming_it(tmp_path: Path, name: str, text: str) -> None:
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    with pytest.raises(ServerError, match=str(tmp_path)):
+        EmbeddedCluster(persist_to=tmp_path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
 from typing import Any
 
 import pytest
@@ -15,17 +15,6 @@ from reconcile.events import EVENT, MAX_MESSAGE, EventLimits, EventRecorder
 CONFIGMAP = Kind("v1", "ConfigMap")
 NAMESPACE = Kind("v1", "Namespace")
 KEY = ObjectKey("default", "a")
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def cluster(clock: FakeClock) -> Iterator[EmbeddedCluster]:
-    with EmbeddedCluster(clock=clock) as cluster:
-        yield cluster
 
 
 def events(cluster: Any, namespace: str = "default") -> list[Obj]:
@@ -173,3 +162,31 @@ def test_the_recorder_never_raises_when_the_cluster_fails(cluster: EmbeddedClust
     working = EventRecorder(cluster, "c", clock=clock)
     working.record(CONFIGMAP, KEY, "Warning", "Failed", "written")
     assert [e["message"] for e in events(cluster)] == ["written"]
+
+
+class MeetingCreates:
+    """The cluster, except that each create of an Event waits for `parties` creates to meet: it
+    succeeds only if that many are in flight at once."""
+
+    def __init__(self, cluster: EmbeddedCluster, parties: int) -> None:
+        self.cluster, self.barrier = cluster, threading.Barrier(parties, timeout=5)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cluster, name)
+
+    def create(self, obj: dict[str, Any]) -> Any:
+        self.barrier.wait()
+        return self.cluster.create(obj)
+
+
+def test_events_about_different_objects_are_written_in_parallel() -> None:
+    cluster = EmbeddedCluster()
+    recorder = EventRecorder(MeetingCreates(cluster, 4), "test")  # type: ignore[arg-type]
+    threads = [threading.Thread(target=recorder.record, args=(CONFIGMAP, ObjectKey("default", f"cm{i}"), "Warning",
+                                                              "Failed", "boom")) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    written = cluster.list(EVENT).items
+    assert sorted(e["involvedObject"]["name"] for e in written) == ["cm0", "cm1", "cm2", "cm3"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from reconcile import FakeClock, Gone, Kind, ObjectKey, WatchEvent
+from reconcile import FakeClock, Gone, Kind, ObjectKey, ReconcileError, WatchEvent
 from reconcile.cache import InformerCache
 from reconcile.embedded import EmbeddedCluster
 from reconcile.informer import Informer, by_labels, metadata_only, share_strings
@@ -288,3 +288,57 @@ def test_handlers_can_tell_changes_found_by_a_list_from_changes_seen_on_the_watc
     assert seen == {"before": True, "after": False}
     assert late == {"before": True, "after": True}  # a late handler's replay counts as a list
     assert not informer.listing
+
+
+def test_a_handler_that_raises_neither_stalls_the_informer_nor_starves_other_handlers(running: Any) -> None:
+    cluster = EmbeddedCluster()
+    cluster.create(configmap("bad"))
+    cluster.create(configmap("listed"))
+    informer = Informer(cluster, CONFIGMAP)
+
+    def broken(old: Any, new: Any) -> None:
+        if (new or old)["metadata"]["name"] == "bad":
+            raise RuntimeError("a bug in a mapper")
+
+    recorder = Recorder()
+    informer.add_handler(broken)
+    informer.add_handler(recorder)
+    running(informer)  # synced, although a listed object broke a handler
+    bad = cluster.get(CONFIGMAP, ObjectKey("default", "bad"))
+    assert bad is not None
+    cluster.update({**bad, "data": {"x": "1"}})
+    cluster.create(configmap("later"))
+    eventually(lambda: [n for _, n, _ in recorder.changes] == ["bad", "listed", "bad", "later"])
+    assert (informer.get(ObjectKey("default", "bad")) or {}).get("data") == {"x": "1"}
+
+
+class SlowLists:
+    """The embedded cluster, with every list taking a moment (a real server's first list does)."""
+
+    def __init__(self, cluster: EmbeddedCluster) -> None:
+        self.cluster = cluster
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cluster, name)
+
+    def list(self, kind: Kind, **options: Any) -> Any:
+        time.sleep(0.1)
+        return self.cluster.list(kind, **options)
+
+
+def test_a_cache_read_of_a_kind_nothing_watches_in_full_waits_for_its_first_list() -> None:
+    cluster = EmbeddedCluster()
+    cluster.create(configmap("a", k="v"))
+    cache = InformerCache(SlowLists(cluster))  # type: ignore[arg-type]
+    cache.informer(CONFIGMAP, metadata_only=True)  # what a controller's Owns(..., metadata_only=True) asks for
+    with pytest.raises(ReconcileError, match="not started"):
+        cache.get(CONFIGMAP, ObjectKey("default", "a"))
+    stop = threading.Event()
+    cache.start(stop)
+    try:
+        assert cache.wait_synced(5)
+        assert (cache.get(CONFIGMAP, ObjectKey("default", "a")) or {}).get("data") == {"k": "v"}
+        assert [o["metadata"]["name"] for o in cache.list(CONFIGMAP, "default", metadata_only=True)] == ["a"]
+    finally:
+        stop.set()
+        assert cache.stop(timeout=5)

@@ -7,7 +7,7 @@ thread. Hand-over between whole managers is in test_manager.py.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,17 +19,6 @@ from reconcile.leaderelection import LEASE, LeaderElector, micro_time, parse_tim
 from tests.reconcile.support import eventually, step_until
 
 KEY = ObjectKey("default", "lock")
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def cluster(clock: FakeClock) -> Iterator[EmbeddedCluster]:
-    with EmbeddedCluster(clock=clock) as embedded:
-        yield embedded
 
 
 def candidate(cluster: Any, clock: FakeClock, identity: str) -> LeaderElector:
@@ -172,6 +161,50 @@ def test_a_leader_that_cannot_renew_for_the_renew_deadline_steps_down_without_re
         lost = loop.end()
     assert lost is True and loop.events == ["started", "stopped"]
     assert spec(cluster)["holderIdentity"] == "a"  # not released: it could not even reach the server
+
+
+class Hanging:
+    """The cluster, with Lease reads that block while `hang` is set (a request with no answer)."""
+
+    def __init__(self, cluster: EmbeddedCluster) -> None:
+        self.cluster, self.hang, self.answer = cluster, threading.Event(), threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cluster, name)
+
+    def get(self, kind: Any, key: ObjectKey) -> Any:
+        if self.hang.is_set():
+            self.answer.wait(10)
+        return self.cluster.get(kind, key)
+
+
+def test_a_renewal_that_hangs_ends_leadership_at_the_renew_deadline_before_another_can_lead(
+        cluster: EmbeddedCluster, clock: FakeClock) -> None:
+    hanging = Hanging(cluster)
+    loop = Loop(candidate(hanging, clock, "a"))
+    try:
+        eventually(lambda: loop.events == ["started"])
+        hanging.hang.set()
+        took = step_until(clock, lambda: not loop.thread.is_alive(), limit=15, step=0.5)
+        assert 10 <= took <= 12.5  # the renew deadline, not whenever the request returns
+        assert loop.events == ["started", "stopped"]
+        assert not candidate(cluster, clock, "b").try_acquire_or_renew()  # the lease has not expired yet
+    finally:
+        hanging.answer.set()
+        lost = loop.end()
+    assert lost is True
+
+
+def test_a_leader_whose_work_is_still_running_leaves_the_lease_to_expire(cluster: EmbeddedCluster,
+                                                                          clock: FakeClock) -> None:
+    elector, stop, events = candidate(cluster, clock, "a"), threading.Event(), []
+    thread = threading.Thread(target=elector.run, args=(stop, lambda: events.append("started"), lambda: False))
+    thread.start()
+    eventually(lambda: events == ["started"])
+    stop.set()
+    elector.wake()
+    thread.join(5)
+    assert spec(cluster)["holderIdentity"] == "a"  # not released: a standby must wait for the expiry
 
 
 def test_a_leader_that_sees_another_holder_steps_down_at_its_next_renewal(cluster: EmbeddedCluster,

@@ -100,6 +100,20 @@ def test_a_controller_is_refused_after_start_twice_by_name_or_with_another_clock
         manager.add(recorder(clock, "late")[0])
 
 
+def test_running_a_manager_a_second_time_is_refused_and_leaves_the_first_run_going(
+        cluster: EmbeddedCluster, clock: FakeClock, run: Callable[[Manager], Running]) -> None:
+    manager = Manager(cluster, clock=clock)
+    controller, seen = recorder(clock)
+    manager.add(controller)
+    run(manager)
+    eventually(lambda: manager.state == "running")
+    with pytest.raises(RuntimeError, match="runs only once"):
+        manager.run()
+    assert manager.state == "running"
+    cluster.create(configmap("after"))
+    eventually(lambda: ObjectKey("default", "after") in seen)
+
+
 # --- stopping -------------------------------------------------------------------------------------
 
 def blocking_controller(clock: FakeClock) -> tuple[Controller, threading.Event, threading.Event, list[str]]:
