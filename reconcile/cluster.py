@@ -84,6 +84,9 @@ class Cluster(Protocol):
     def resource(self, kind: Kind) -> ResourceInfo:
         """How `kind` is served; raises NotFound when the server does not serve it."""
 
+    def resources(self) -> list[ResourceInfo]:
+        """Every kind served, one entry per version (discovery: from a plural back to its kind)."""
+
     def get(self, kind: Kind, key: ObjectKey) -> Obj | None:
         """The object, or None when there is none."""
 
