@@ -19,6 +19,7 @@ results are stored snapshots, which the caller copies before handing them out.
 
 from __future__ import annotations
 
+import logging
 import random
 import uuid
 from collections import deque
@@ -31,11 +32,13 @@ from reconcile.embedded import _apply, _errors, _fields, _lifecycle
 from reconcile.embedded._kinds import NAMESPACE, GroupKind, Registry, group_kind
 from reconcile.embedded._store import Store
 from reconcile.embedded._validation import check_metadata, generated_prefix_problem
-from reconcile.errors import BadRequest
+from reconcile.errors import BadRequest, ReconcileError
 
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's: no vowels, no look-alikes
 _GENERATE_ATTEMPTS = 8
 _NAMESPACE_GK = group_kind(NAMESPACE)
+
+log = logging.getLogger("porchkit.embedded")
 
 
 class Reactor(Protocol):
@@ -72,14 +75,19 @@ class Engine:
         self._work.append((work, args))
 
     def settle(self) -> None:
-        """Run queued controller work (and what it queues) until none is left."""
+        """Run queued controller work (and what it queues) until none is left. A piece of work
+        that fails is logged and dropped: the request that caused it has succeeded, as on a real
+        cluster, where the controllers' failures never reach the client."""
         if self._settling:
             return
         self._settling = True
         try:
             while self._work:
                 work, args = self._work.popleft()
-                work(*args)
+                try:
+                    work(*args)
+                except ReconcileError as err:
+                    log.warning("embedded cluster: %s failed: %s", getattr(work, "__qualname__", work), err)
         finally:
             self._settling = False
 
@@ -180,6 +188,9 @@ class Engine:
         version = meta.pop("resourceVersion", None)
         if old is not None and version and version != old["metadata"]["resourceVersion"]:
             raise _errors.stale(info, key.name)
+        uid = meta.get("uid")
+        if old is not None and uid and uid != old["metadata"]["uid"]:
+            raise _errors.invalid(kind, key.name, [_errors.invalid_value("metadata.uid", uid, "field is immutable")])
         if old is None and subresource:
             raise _errors.not_found(info, key.name)
         if old is None and _is_version(version):

@@ -8,13 +8,17 @@ The graph is the store's owner index (owner uid to dependents). Work is queued b
 - an object gets a deletionTimestamp with the `orphan` or `foregroundDeletion` finalizer: it is
   processed as an owner.
 
-Looking at a dependent classifies each ownerReference: *dangling* (no owner with that uid, or
-a namespaced owner of a cluster-scoped object), *waiting* (the owner is being deleted in the
-foreground) or *solid*. With a solid owner, dangling and waiting references are removed and the
-object stays. Otherwise it is deleted: in the foreground when an owner waits and it has
-dependents of its own, else with the policy its finalizers ask for (Background by default).
-References to kinds that are not served count as solid: the real collector cannot resolve them
-either and retries, it never deletes.
+Looking at a dependent classifies each ownerReference: *dangling* (no owner with that uid),
+*waiting* (the owner is being deleted in the foreground), *solid*, or *unresolvable* (a kind
+that is not served, or a namespaced owner of a cluster-scoped object). One unresolvable
+reference leaves the object untouched, as the real collector gives up on it. With a solid owner,
+dangling and waiting references are removed and the object stays. Otherwise it is deleted: in
+the foreground when an owner waits and it has dependents of its own, else with the policy its
+finalizers ask for (Background by default).
+
+Owners of kinds served by a custom `Storage` are never looked up here: the collector runs under
+the cluster's lock, and a storage is called without it. Such an owner counts as solid until the
+cluster deletes it (`removed`), and as dangling from then on.
 
 Processing an owner: `orphan`: remove its reference from every dependent, then the finalizer.
 `foregroundDeletion`: delete its dependents; once none with `blockOwnerDeletion: true`
@@ -26,6 +30,7 @@ semantics, versions and events as any client's.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Literal
 
 from reconcile.cluster import Kind, Obj, ObjectKey
@@ -34,7 +39,8 @@ from reconcile.embedded._kinds import GroupKind, group_kind
 from reconcile.embedded._lifecycle import FOREGROUND, ORPHAN, finalizers, is_deleting, without_finalizer
 
 MANAGER = "kube-controller-manager"
-OwnerState = Literal["solid", "dangling", "waiting"]
+OwnerState = Literal["solid", "dangling", "waiting", "unresolvable"]
+_REMEMBERED = 10_000  # uids of deleted custom-storage owners kept, most recent first
 
 
 class GarbageCollector:
@@ -42,6 +48,7 @@ class GarbageCollector:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._gone_served: OrderedDict[str, None] = OrderedDict()  # uids of deleted custom-storage objects
 
     def admit(self, kind: Kind, old: Obj | None, new: Obj) -> None:
         return None
@@ -61,6 +68,10 @@ class GarbageCollector:
 
     def removed(self, gk: GroupKind, obj: Obj) -> None:
         meta = obj["metadata"]
+        if any(self._engine.registry.handler(kind) is not None for kind in self._engine.registry.kinds_of(gk)):
+            self._gone_served[str(meta.get("uid"))] = None
+            while len(self._gone_served) > _REMEMBERED:
+                self._gone_served.popitem(last=False)
         for _, dependent in self._engine.store.dependents(meta["uid"]):
             self._engine.later(self._attempt, dependent["metadata"]["uid"])
         for ref in meta.get("ownerReferences") or ():
@@ -94,6 +105,8 @@ class GarbageCollector:
         gk, item = found
         refs = item["metadata"].get("ownerReferences") or []
         states = [(ref, self._state(item, ref)) for ref in refs]
+        if any(state == "unresolvable" for _, state in states):
+            return
         solid = [ref for ref, state in states if state == "solid"]
         waiting = {str(ref["uid"]) for ref, state in states if state == "waiting"}
         dangling = {str(ref["uid"]) for ref, state in states if state == "dangling"}
@@ -120,15 +133,16 @@ class GarbageCollector:
         kind = Kind(str(ref.get("apiVersion")), str(ref.get("kind")))
         served = registry.kinds_of(group_kind(kind))
         if not served:
-            return "solid"
+            return "unresolvable"
         kind = kind if kind in served else served[0]
         info = registry.info(kind)
         namespace = dependent["metadata"].get("namespace") or ""
         if info.namespaced and not namespace:
-            return "dangling"  # a cluster-scoped object cannot be owned by a namespaced one
+            return "unresolvable"  # a cluster-scoped object cannot be owned by a namespaced one
+        if registry.handler(kind) is not None:
+            return "dangling" if str(ref.get("uid")) in self._gone_served else "solid"
         key = ObjectKey(namespace if info.namespaced else "", str(ref.get("name")))
-        handler = registry.handler(kind)
-        owner = handler.get(kind, key) if handler is not None else self._engine.store.get(group_kind(kind), key)
+        owner = self._engine.store.get(group_kind(kind), key)
         if owner is None or (owner.get("metadata") or {}).get("uid") != ref.get("uid"):
             return "dangling"
         if (owner.get("metadata") or {}).get("deletionTimestamp") and FOREGROUND in (

@@ -153,12 +153,14 @@ def pending(obj: Obj, *, namespace: bool = False) -> bool:
 
 
 def unchanged(old: Obj, new: Obj) -> bool:
-    """True when `new` would store nothing new over `old`: equal but for resourceVersion and
-    managedFields timestamps (the server skips such writes: no new version, no event)."""
+    """True when `new` would store nothing new over `old`: equal but for resourceVersion,
+    managedFields timestamps and the version it was written in (a real server stores every
+    version of a kind in one storage version, so a write through another changes nothing). The
+    server skips such writes: no new version, no event."""
     if old.keys() != new.keys():
         return False
     for key, value in old.items():
-        if key != "metadata" and new[key] != value:
+        if key not in ("metadata", "apiVersion") and new[key] != value:
             return False
     before, after = old["metadata"], new["metadata"]
     keys = (before.keys() | after.keys()) - {"resourceVersion", "managedFields"}

@@ -394,6 +394,11 @@ def _patched_body(result: Any, current: Obj, kind: Kind, key: ObjectKey) -> Obj:
     if Kind.of(body) != kind:
         raise BadRequest(f"the patch may not change apiVersion or kind (from {kind.api_version}/{kind.kind} to "
                          f"{body.get('apiVersion')}/{body.get('kind')})")
+    uid = meta.get("uid")
+    if uid and uid != current["metadata"]["uid"]:
+        # only an update (PUT) takes the body's uid as a precondition; a patch that changes it
+        # changes an immutable field
+        raise _errors.invalid(kind, key.name, [_errors.invalid_value("metadata.uid", uid, "field is immutable")])
     if not meta.get("resourceVersion"):
         meta["resourceVersion"] = current["metadata"]["resourceVersion"]  # a patch without one is not conditional
     return body

@@ -283,8 +283,14 @@ class KubeCluster:
             return None  # Success: the object is gone
         meta = answer.get("metadata") or {}
         # 202 Accepted: the deletion is not complete. Some resources answer 200 with the object
-        # even when it is gone at once; only pending finalizers or a grace period keep it.
-        if code == 202 or meta.get("finalizers") or (meta.get("deletionGracePeriodSeconds") or 0) > 0:
+        # even when it is gone at once; only pending finalizers or a grace period keep it. A
+        # Namespace answers 200 while it terminates, held by spec.finalizers (its contents).
+        status, spec = answer.get("status"), answer.get("spec")
+        status = status if isinstance(status, Mapping) else {}
+        spec = spec if isinstance(spec, Mapping) else {}
+        terminating = bool(meta.get("deletionTimestamp")) and (
+            bool(spec.get("finalizers")) or status.get("phase") == "Terminating")
+        if code == 202 or meta.get("finalizers") or (meta.get("deletionGracePeriodSeconds") or 0) > 0 or terminating:
             return with_kind(answer, kind)
         return None
 

@@ -357,7 +357,9 @@ class _Handler(BaseHTTPRequestHandler):
         found = self.server.api.cluster.delete(info.kind, key, propagation=options.get("propagationPolicy") or
                                                "Background", preconditions=options.get("preconditions"))
         if found is not None:
-            return self._send(202, found)  # accepted: finalizers still hold it
+            # still there (finalizers, a terminating namespace): kube-apiserver answers 200 with the
+            # object; 202 only when the deprecated orphanDependents=false was sent
+            return self._send(200, found)
         details = {"name": key.name, "kind": info.plural, **({"group": info.kind.group} if info.kind.group else {})}
         self._send(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                          "details": details})

@@ -399,3 +399,74 @@ def test_a_state_directory_it_cannot_read_is_one_error_naming_it(tmp_path: Path,
     (tmp_path / name).write_text(text, encoding="utf-8")
     with pytest.raises(ServerError, match=str(tmp_path)):
         EmbeddedCluster(persist_to=tmp_path)
+
+
+def test_a_failure_of_the_embedded_controllers_never_fails_the_request_that_caused_it() -> None:
+    with EmbeddedCluster() as cluster:
+        role = cluster.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                               "metadata": {"name": "owner"}})
+        public = cluster.get(NAMESPACE, ObjectKey("", "kube-public"))
+        assert public is not None
+        public["metadata"]["ownerReferences"] = [{"apiVersion": role["apiVersion"], "kind": "ClusterRole",
+                                                  "name": "owner", "uid": role["metadata"]["uid"]}]
+        cluster.update(public)
+
+        # the collector then tries to delete kube-public, which is forbidden: the delete still succeeds
+        assert cluster.delete(Kind("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectKey("", "owner")) is None
+        assert cluster.get(NAMESPACE, ObjectKey("", "kube-public")) is not None
+
+
+class LockingStorage(ThingStorage):
+    """A storage with a lock of its own, which it holds while it reads the cluster (as a storage
+    that checks other objects on create would)."""
+
+    def __init__(self, cluster: EmbeddedCluster) -> None:
+        super().__init__()
+        self.cluster, self.lock = cluster, threading.Lock()
+
+    def get(self, kind: Kind, key: ObjectKey) -> Obj | None:
+        with self.lock:
+            return super().get(kind, key)
+
+    def create(self, obj: Obj) -> Obj:
+        with self.lock:
+            for _ in range(200):  # keep the cluster busy meanwhile
+                self.cluster.get(CONFIGMAP, ObjectKey("default", "settings"))
+            return super().create(obj)
+
+
+def test_the_cluster_never_calls_a_storage_while_holding_its_own_lock() -> None:
+    with EmbeddedCluster() as cluster:
+        storage = LockingStorage(cluster)
+        cluster.serve(THING, storage)
+        owner = cluster.create(thing("owner"))
+        ref = {"apiVersion": owner["apiVersion"], "kind": "Thing", "name": "owner", "uid": owner["metadata"]["uid"]}
+
+        def dependents() -> None:  # each create makes the garbage collector look at the owner
+            for i in range(200):
+                cluster.create(configmap(f"dep{i}", ownerReferences=[ref]))
+
+        threads = [threading.Thread(target=dependents), threading.Thread(target=lambda: cluster.create(thing("m")))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert not any(t.is_alive() for t in threads), "deadlock between the cluster's lock and the storage's"
+        assert len(cluster.list(CONFIGMAP, namespace="default").items) == 200
+
+
+def test_an_identical_write_through_another_version_of_a_crd_stores_nothing_new() -> None:
+    versions = [{"name": name, "served": True, "storage": name == "v1",
+                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+                for name in ("v1", "v1beta1")]
+    with EmbeddedCluster() as cluster:
+        cluster.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                        "metadata": {"name": "gizmos.example.com"},
+                        "spec": {"group": "example.com", "scope": "Namespaced", "versions": versions,
+                                 "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"}}})
+        made = cluster.create({"apiVersion": "example.com/v1", "kind": "Gizmo",
+                               "metadata": {"name": "g", "namespace": "default"}, "spec": {"size": 1}})
+        through_beta = cluster.update({**made, "apiVersion": "example.com/v1beta1"})
+        back = cluster.update({**through_beta, "apiVersion": "example.com/v1"})
+        assert made["metadata"]["resourceVersion"] == through_beta["metadata"]["resourceVersion"] \
+            == back["metadata"]["resourceVersion"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from reconcile.cluster import Cluster, ObjectKey
-from reconcile.errors import Conflict, ServerError
+from reconcile.errors import Conflict, Invalid, ServerError
 from tests.reconcile.contract.support import CONFIGMAP, configmap, owners
 
 
@@ -92,3 +94,12 @@ def test_applying_with_a_stale_resource_version_raises_conflict(cluster: Cluster
     with pytest.raises(Conflict):
         cluster.apply(configmap("a", namespace, data={"k": "3"}, resourceVersion=first["metadata"]["resourceVersion"]),
                       field_manager="alice")
+
+
+def test_an_apply_that_changes_the_uid_is_invalid(cluster: Cluster, namespace: str) -> None:
+    cluster.apply(configmap("a", namespace, data={"k": "v"}), field_manager="me")
+    intent = configmap("a", namespace, data={"k": "v"})
+    intent["metadata"]["uid"] = str(uuid.uuid4())
+
+    with pytest.raises(Invalid, match="metadata.uid"):
+        cluster.apply(intent, field_manager="me")

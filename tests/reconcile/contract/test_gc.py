@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 
-from reconcile.cluster import Cluster, ObjectKey
+from reconcile.cluster import Cluster, Kind, ObjectKey
 from tests.reconcile.contract.support import (
     CONFIGMAP,
     HOLD,
@@ -19,6 +19,8 @@ from tests.reconcile.contract.support import (
     reference,
     with_meta,
 )
+
+CLUSTER_ROLE = Kind("rbac.authorization.k8s.io/v1", "ClusterRole")
 
 
 def test_background_deletion_removes_the_owner_at_once_and_its_dependents_after(cluster: Cluster,
@@ -142,3 +144,37 @@ def test_foreground_deletion_reaches_grandchildren_before_the_owner_goes(cluster
             assert cluster.get(CONFIGMAP, ObjectKey(namespace, name)) is None
 
     eventually(all_gone)
+
+
+def collected_after(cluster: Cluster, namespace: str) -> None:
+    """Wait until the collector has dealt with an object created now, whose owner never existed:
+    on a real cluster, objects created before it have then most likely been looked at too."""
+    ghost = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ghost", "uid": str(uuid.uuid4())}}
+    cluster.create(configmap("sentinel", namespace, ownerReferences=[reference(ghost)]))
+    eventually(lambda: cluster.get(CONFIGMAP, ObjectKey(namespace, "sentinel")) is None)
+
+
+def test_a_reference_the_collector_cannot_resolve_leaves_the_object_untouched(cluster: Cluster,
+                                                                              namespace: str) -> None:
+    unknown = {"apiVersion": "nothing.porchkit.dev/v1", "kind": "Gizmo", "name": "g", "uid": str(uuid.uuid4())}
+    ghost = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ghost", "uid": str(uuid.uuid4())}}
+    refs = [unknown, reference(ghost)]
+    cluster.create(configmap("dep", namespace, ownerReferences=refs))
+
+    collected_after(cluster, namespace)
+
+    dep = cluster.get(CONFIGMAP, ObjectKey(namespace, "dep"))
+    assert dep is not None and [r["uid"] for r in dep["metadata"]["ownerReferences"]] == [r["uid"] for r in refs]
+
+
+def test_a_cluster_scoped_object_owned_by_a_namespaced_one_is_left_alone(cluster: Cluster, namespace: str) -> None:
+    owner = cluster.create(configmap("owner", namespace))
+    name = f"owned-by-a-configmap-{namespace}"
+    cluster.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                    "metadata": {"name": name, "ownerReferences": [reference(owner)]}})
+    try:
+        collected_after(cluster, namespace)
+
+        assert cluster.get(CLUSTER_ROLE, ObjectKey("", name)) is not None
+    finally:
+        cluster.delete(CLUSTER_ROLE, ObjectKey("", name))

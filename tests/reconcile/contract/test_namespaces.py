@@ -59,8 +59,9 @@ def test_a_terminating_namespace_refuses_new_objects_until_what_holds_it_is_gone
                                                                                  namespace: str) -> None:
     cluster.create(configmap("held", namespace, finalizers=[HOLD]))
 
-    cluster.delete(NAMESPACE, ObjectKey("", namespace))
+    answer = cluster.delete(NAMESPACE, ObjectKey("", namespace))
 
+    assert answer is not None and answer["metadata"]["deletionTimestamp"]  # still there: terminating
     held = eventually(lambda: marked(cluster, CONFIGMAP, ObjectKey(namespace, "held")))
     terminating = cluster.get(NAMESPACE, ObjectKey("", namespace))
     assert terminating is not None and terminating["status"]["phase"] == "Terminating"

@@ -3,6 +3,9 @@ patch as a precondition."""
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 import pytest
 
 from reconcile.cluster import Cluster, ObjectKey
@@ -87,3 +90,15 @@ def test_a_patch_that_changes_nothing_keeps_the_resource_version(cluster: Cluste
     patched = cluster.patch(CONFIGMAP, ObjectKey(namespace, "a"), {"data": {"k": "1"}})
 
     assert patched["metadata"]["resourceVersion"] == made["metadata"]["resourceVersion"]
+
+
+@pytest.mark.parametrize("patch_type", ["merge", "json"])
+def test_a_patch_that_changes_the_uid_is_invalid_not_a_conflict(cluster: Cluster, namespace: str,
+                                                               patch_type: str) -> None:
+    cluster.create(configmap("a", namespace))
+    other = str(uuid.uuid4())
+    patch: Any = {"metadata": {"uid": other}} if patch_type == "merge" else [
+        {"op": "replace", "path": "/metadata/uid", "value": other}]
+
+    with pytest.raises(Invalid, match="metadata.uid"):
+        cluster.patch(CONFIGMAP, ObjectKey(namespace, "a"), patch, patch_type=patch_type)  # type: ignore[arg-type]
