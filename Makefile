@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test bench lint clean
+.PHONY: setup run test bench lint clean e2e
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,13 @@ test: setup
 
 bench: setup
 	@for b in bench/*_bench.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# A real kube-apiserver and kube-controller-manager (1.20, built once into ~/.cache/porchkit-e2e;
+# the first build takes 5 to 10 minutes) on loopback: the contract suite's kube backend and the
+# tests under tests/e2e run against it.
+e2e: setup
+	bash tests/e2e/cluster.sh build
+	bash tests/e2e/cluster.sh run -- $(PY) -m pytest -q tests/e2e tests/reconcile/contract
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -254,6 +254,8 @@ class Engine:
         gk = group_kind(kind)
         old = self.store.get(gk, key)
         if old is None:
+            # current servers answer NotFound even when the body carries the uid of the object that
+            # was there (1.20 checked that uid first, against nothing, and answered Conflict)
             raise _errors.not_found(info, key.name)
         return info, gk, old
 

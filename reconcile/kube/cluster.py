@@ -294,6 +294,14 @@ class KubeCluster:
             return with_kind(answer, kind)
         return None
 
+    def server_version(self) -> tuple[int, int]:
+        """The API server's (major, minor) version, from /version (`1.20+` reads as (1, 20))."""
+        _, found = self._transport.request("GET", "/version")
+        try:
+            return int(str(found["major"]).rstrip("+")), int(str(found["minor"]).rstrip("+"))
+        except (KeyError, ValueError) as err:
+            raise ReconcileError(f"{self.host}/version: no major and minor version in {found!r}") from err
+
     # helpers
 
     def _target(self, obj: Obj, *, need_name: bool = True) -> tuple[Kind, ResourceInfo, ObjectKey]:

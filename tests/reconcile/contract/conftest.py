@@ -12,6 +12,8 @@
   test leaves behind are removed on the way out. GC, namespace deletion and CRD establishment
   need kube-controller-manager (a bare envtest apiserver has none).
 
+Tests marked `min_server("1.N", why)` assert what current servers do and older ones did not (the
+embedded server follows current Kubernetes); on a real server older than 1.N they are skipped.
 Tests marked `embedded_only(why)` assert a real-server behaviour that only the embedded server
 can be made to show on demand (Gone from a tiny history, say); on kube they are skipped.
 """
@@ -63,6 +65,22 @@ def kube_cluster() -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="session")
+def kube_version(kube_cluster: Cluster) -> tuple[int, int]:
+    return kube_cluster.server_version()  # type: ignore[attr-defined, no-any-return]
+
+
+def skip_if_older(node: pytest.Item, version: tuple[int, int]) -> None:
+    """Skip a test marked `min_server("1.N", why)` on a real server older than 1.N."""
+    marker = node.get_closest_marker("min_server")
+    if marker is None:
+        return
+    major, minor = (int(part) for part in marker.args[0].split("."))
+    if version < (major, minor):
+        pytest.skip(f"needs Kubernetes {marker.args[0]} or later (the server is {version[0]}.{version[1]}): "
+                    f"{marker.args[1]}")
+
+
+@pytest.fixture(scope="session")
 def kube_http_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     from reconcile.kube import KubeCluster
     from tests.reconcile.apiserver import ApiServer, write_kubeconfig
@@ -80,7 +98,10 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         if marker is not None:
             pytest.skip(f"embedded only: {marker.args[0] if marker.args else 'see the test'}")
         fixture = "kube_cluster" if request.param == "kube" else "kube_http_cluster"
-        yield Backend("kube", request.getfixturevalue(fixture))
+        cluster = request.getfixturevalue(fixture)
+        if request.param == "kube":
+            skip_if_older(request.node, request.getfixturevalue("kube_version"))
+        yield Backend("kube", cluster)
         return
     clock = FakeClock()
     with EmbeddedCluster(clock=clock, history=HISTORY, bookmark_interval=BOOKMARK_INTERVAL) as cluster:

@@ -18,6 +18,7 @@ from tests.reconcile.contract.support import (
 )
 
 
+@pytest.mark.min_server("1.21", "the kubernetes.io/metadata.name label came with 1.21")
 def test_a_new_namespace_is_active_with_the_kubernetes_finalizer_and_its_name_label(cluster: Cluster,
                                                                                     namespace: str) -> None:
     found = cluster.get(NAMESPACE, ObjectKey("", namespace))
@@ -29,7 +30,7 @@ def test_a_new_namespace_is_active_with_the_kubernetes_finalizer_and_its_name_la
 
 
 def test_a_namespace_is_cluster_scoped_and_found_without_a_namespace(cluster: Cluster, namespace: str) -> None:
-    listed = cluster.list(NAMESPACE, labels=f"kubernetes.io/metadata.name={namespace}")
+    listed = cluster.list(NAMESPACE, fields=f"metadata.name={namespace}")
 
     assert [n["metadata"]["name"] for n in listed.items] == [namespace]
     assert "namespace" not in listed.items[0]["metadata"]

@@ -97,6 +97,7 @@ def test_a_field_selector_on_a_field_the_kind_does_not_index_is_a_bad_request(cl
         cluster.list(CONFIGMAP, namespace=namespace, fields="data.k=1")
 
 
+@pytest.mark.min_server("1.31", "CRD selectableFields came with 1.31 (beta, on by default)")
 def test_a_crd_can_declare_spec_fields_selectable(cluster: Cluster, namespace: str,
                                                   install_crd: Callable[..., CustomKind]) -> None:
     # selectableFields: Kubernetes 1.31 and later
