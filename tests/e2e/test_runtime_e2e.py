@@ -9,8 +9,6 @@ Lease: only the leader reconciles, and the other takes over when it stops.
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +20,8 @@ import yaml
 from reconcile import Cluster, Kind, NotFound, ObjectKey, conditions
 from reconcile.controller import Controller
 from reconcile.manager import LeaderElection, Manager
+from tests.reconcile import support
+from tests.reconcile.support import Running
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "runtime.md").read_text(encoding="utf-8")
 CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
@@ -38,12 +38,7 @@ def example(name: str) -> str:
 
 
 def eventually(check: Callable[[], Any], timeout: float = TIMEOUT) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.1)
-    return found
+    return support.eventually(check, timeout)
 
 
 @pytest.fixture(scope="module")
@@ -71,24 +66,6 @@ def greeting_crd(cluster: Cluster) -> Iterator[None]:
     yield
 
 
-class Running:
-    """A manager's run() on a thread of its own."""
-
-    def __init__(self, manager: Manager) -> None:
-        self.manager, self.code = manager, None
-        self.thread = threading.Thread(target=self._run, name="e2e-manager")
-        self.thread.start()
-
-    def _run(self) -> None:
-        self.code = self.manager.run()
-
-    def stop(self) -> int | None:
-        self.manager.stop()
-        self.thread.join(30)
-        assert not self.thread.is_alive(), "the manager did not stop"
-        return self.code
-
-
 @pytest.fixture
 def start() -> Iterator[Callable[[Manager], Running]]:
     running: list[Running] = []
@@ -100,7 +77,7 @@ def start() -> Iterator[Callable[[Manager], Running]]:
     yield run
     for each in running:
         if each.thread.is_alive():
-            each.stop()
+            each.stop(timeout=30)
 
 
 def greeting(name: str, namespace: str, who: str) -> dict[str, Any]:
@@ -149,7 +126,7 @@ def test_the_greetings_controller_owns_children_writes_status_finalizes_and_its_
     assert farewells is not None and farewells["data"] == {"world": "Goodbye, World!"}
     eventually(lambda: cluster.get(CONFIGMAP, child) is None)  # kube-controller-manager collected it
 
-    assert running.stop() == 0
+    assert running.stop(timeout=30) == 0
 
 
 @pytest.mark.usefixtures("greeting_crd")
@@ -173,13 +150,13 @@ def test_two_managers_elect_one_leader_through_a_lease_and_the_other_takes_over(
     leader = eventually(lambda: holder() in ("a", "b") and holder())
     standby = "b" if leader == "a" else "a"
     eventually(lambda: managers[leader].state == "running")
-    assert managers[standby].state == "standby"
+    eventually(lambda: managers[standby].state == "standby")  # synced, waiting for the Lease
 
     cluster.create(greeting("first", namespace, "First"))
     eventually(lambda: ObjectKey(namespace, "first") in seen[leader])
     assert seen[standby] == []
 
-    assert running[leader].stop() == 0  # releases the Lease
+    assert running[leader].stop(timeout=30) == 0  # releases the Lease
     eventually(lambda: holder() == standby, timeout=election.lease_duration + 5)
     cluster.create(greeting("second", namespace, "Second"))
     eventually(lambda: ObjectKey(namespace, "second") in seen[standby])
@@ -188,4 +165,4 @@ def test_two_managers_elect_one_leader_through_a_lease_and_the_other_takes_over(
     for name in ("first", "second"):  # let the new leader say goodbye, so nothing holds the namespace
         cluster.delete(GREETING, ObjectKey(namespace, name))
     eventually(lambda: not cluster.list(GREETING, namespace=namespace).items)
-    assert running[standby].stop() == 0
+    assert running[standby].stop(timeout=30) == 0
