@@ -158,10 +158,8 @@ def _cluster(args: argparse.Namespace) -> Any:
         from reconcile.embedded import EmbeddedCluster
 
         return EmbeddedCluster(persist_to=args.state)
-    try:
-        from reconcile.kube import KubeCluster
-    except ModuleNotFoundError as err:  # the `kubernetes` client is not installed
-        raise ReconcileError(f"this installation cannot reach a real API server ({err}); try --embedded") from err
+    from reconcile.kube import KubeCluster
+
     if args.kubeconfig or args.context:  # both raise ReconcileError for a missing or unusable configuration
         return KubeCluster.from_kubeconfig(path=args.kubeconfig, context=args.context)
     return KubeCluster.auto()

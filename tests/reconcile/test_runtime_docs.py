@@ -3,32 +3,27 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reconcile import Kind, ObjectKey, conditions
+from tests.reconcile import support
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "runtime.md").read_text(encoding="utf-8")
 GREETING = Kind("example.com/v1", "Greeting")
 CONFIGMAP = Kind("v1", "ConfigMap")
 
 
+def eventually(check: Any) -> Any:
+    return support.eventually(check, timeout=10.0)
+
+
 def example(name: str) -> str:
     match = re.search(rf"<!-- example: {name} -->\n```\w+\n(.*?)```", DOC, re.S)
     assert match, f"no `{name}` example in docs/runtime.md"
     return match.group(1)
-
-
-def eventually(check: Any, timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
-    return found
 
 
 def test_the_documented_greetings_controller_does_what_the_page_says(tmp_path: Path,
