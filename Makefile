@@ -32,7 +32,7 @@ e2e: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy deltapipe krmfn porchkit reconcile
+	$(VENV)/bin/mypy deltapipe krmfn porchkit porchvariant reconcile
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache *.egg-info
