@@ -1,0 +1,8 @@
+"""porchvariant.embedded: porchkit's embedded Porch, serving `porch.kpt.dev/v1alpha1` from git.
+
+* gitrepo.py is the git layer: packages and their revisions in one git repository, laid out
+  exactly as Porch lays them out, so that Porch and `kpt pkg get` read what it writes and the
+  other way round (the git CLI underneath, in _git*.py);
+* resource_merge.py is the upgrade task's 3-way merge, kpt's `resource-merge` strategy of
+  `kpt pkg update`, over packages given as `{path: text}` (in _merge*.py).
+"""

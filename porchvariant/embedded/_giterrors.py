@@ -1,0 +1,45 @@
+"""The errors the git layer of the embedded Porch raises on purpose (re-exported by gitrepo.py).
+
+    PorchVariantError
+    └── GitRepositoryError   base; str() is one line for a person
+        ├── NotFound         no such repository, branch or package revision
+        ├── Conflict         a ref moved (or appeared) since it was read; re-read and retry
+        ├── InvalidRequest   the request can never succeed as asked (wrong lifecycle, bad name,
+        │                    no Kptfile, a checked-out branch git refuses to move)
+        └── GitCommandError  git itself failed unexpectedly; carries the command and stderr
+
+The API layer maps them as an API server would: NotFound → 404, Conflict → 409, InvalidRequest →
+422, anything else → 500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from porchvariant.errors import PorchVariantError
+
+
+class GitRepositoryError(PorchVariantError):
+    """Base of every error the git layer raises on purpose."""
+
+
+class NotFound(GitRepositoryError):
+    """The repository, its branch or the package revision does not exist."""
+
+
+class Conflict(GitRepositoryError):
+    """A ref is not where the caller last saw it (another writer won): nothing was changed."""
+
+
+class InvalidRequest(GitRepositoryError):
+    """The request is not valid for this revision or name; retrying it cannot help."""
+
+
+class GitCommandError(GitRepositoryError):
+    """`git` exited non-zero where it should not have."""
+
+    def __init__(self, args: Sequence[str], returncode: int, stderr: str) -> None:
+        self.args_, self.returncode, self.stderr = list(args), returncode, stderr
+        # The last line of stderr is git's own summary ("fatal: ..."); the rest stays on .stderr.
+        last = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
+        super().__init__(f"git {' '.join(args[:2])} failed ({returncode}): {last[:300]}")

@@ -1,0 +1,177 @@
+"""Git objects under the embedded Porch: reading trees and blobs, planning new ones, writing them.
+
+Promises: a change is planned in memory first (a `Plan`: every new blob, tree and commit with the
+id computed here), and `ObjectStore.store` then writes only what git lacks, with one
+`git hash-object -w --stdin-paths` per object type, checking that git computed the same ids.
+Writing objects moves no ref, so a plan stored and never referenced stays invisible (gitrepo.py
+moves the refs afterwards, in one transaction). Only the trees on the path from the root to a
+replaced directory are rebuilt; every other subtree is reused by id.
+
+Does not: know Porch's layout or messages (gitrepo.py, _gitmessages.py), or lock anything.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from porchvariant.embedded import _gitmessages as messages
+from porchvariant.embedded._gitcli import Git
+from porchvariant.embedded._giterrors import GitRepositoryError, InvalidRequest, NotFound
+from porchvariant.embedded._gitmessages import PORCH_SIGNATURE, Signature
+
+TREE_MODE, FILE_MODE, EXEC_MODE, LINK_MODE = "40000", "100644", "100755", "120000"
+FILE_MODES = (FILE_MODE, EXEC_MODE)
+
+
+class Plan(dict[str, tuple[str, bytes]]):
+    """New objects by id → (type, content), in the order they were planned."""
+
+    def __init__(self, algorithm: str) -> None:
+        super().__init__()
+        self.algorithm = algorithm
+
+    def add(self, kind: str, data: bytes) -> str:
+        oid = messages.object_id(kind, data, self.algorithm)
+        self[oid] = (kind, data)
+        return oid
+
+    def blob(self, data: bytes) -> str:
+        return self.add("blob", data)
+
+    def tree(self, entries: list[tuple[str, str, str]]) -> str:
+        return self.add("tree", messages.tree_object(entries))
+
+    def commit(self, tree: str, parents: list[str], message: str, author: Signature) -> tuple[str, int]:
+        """A commit by `author`, committed by Porch's signature, now, in the local time zone."""
+        now = time.time()
+        when, offset = int(now), time.localtime(now).tm_gmtoff // 60
+        data = messages.commit_object(tree, parents, author, PORCH_SIGNATURE, message, when=when,
+                                      offset_minutes=offset)
+        return self.add("commit", data), when
+
+
+class ObjectStore:
+    """Reads and writes the objects of one repository through a `Git`."""
+
+    def __init__(self, git: Git, algorithm: str) -> None:
+        self.git, self.algorithm = git, algorithm
+        self.hash_size = 32 if algorithm == "sha256" else 20
+
+    def plan(self) -> Plan:
+        return Plan(self.algorithm)
+
+    # Reading -----------------------------------------------------------------------------------
+
+    def root_tree(self, commit: str | None) -> str | None:
+        if commit is None:
+            return None
+        found = self.git.read_object(commit)
+        if found is None or found[0] != "commit":
+            raise NotFound(f"commit {commit} not found")
+        return found[1].split(b"\n", 1)[0].split()[1].decode()
+
+    def entries(self, tree: str) -> list[tuple[str, str, str]]:
+        found = self.git.read_object(tree)
+        if found is None or found[0] != "tree":
+            raise NotFound(f"tree {tree} not found")
+        return messages.parse_tree(found[1], self.hash_size)
+
+    def walk(self, tree: str, prefix: str = "") -> Iterator[tuple[str, str, str]]:
+        """(path, mode, id) of every non-tree entry under `tree`, depth first."""
+        for mode, name, oid in self.entries(tree):
+            if mode == TREE_MODE:
+                yield from self.walk(oid, f"{prefix}{name}/")
+            else:
+                yield f"{prefix}{name}", mode, oid
+
+    def blob(self, oid: str) -> bytes:
+        found = self.git.read_object(oid)
+        if found is None:
+            raise NotFound(f"blob {oid} not found")
+        return found[1]
+
+    def files(self, tree: str) -> Iterator[tuple[str, str, bytes]]:
+        """(path, mode, content) of each regular file under `tree`."""
+        for path, mode, oid in self.walk(tree):
+            if mode in FILE_MODES:
+                yield path, mode, self.blob(oid)
+
+    # Planning ----------------------------------------------------------------------------------
+
+    def directory_tree(self, files: Mapping[str, tuple[str, str]], plan: Plan) -> str:
+        """Plan a directory holding `files` ({relative path: (mode, id)}); its tree id."""
+        root: dict[str, Any] = {}
+        for path, (mode, oid) in files.items():
+            *dirs, name = path.split("/")
+            node = root
+            for part in dirs:
+                child = node.setdefault(part, {})
+                if not isinstance(child, dict):
+                    raise InvalidRequest(f"{path!r}: {part!r} is both a file and a directory")
+                node = child
+            if isinstance(node.get(name), dict):
+                raise InvalidRequest(f"{path!r} is both a file and a directory")
+            node[name] = (mode, oid)
+
+        def build(node: dict[str, Any]) -> str:
+            return plan.tree([(TREE_MODE, name, build(child)) if isinstance(child, dict) else (child[0], name, child[1])
+                              for name, child in node.items()])
+
+        return build(root)
+
+    def replace(self, root: str | None, path: str, tree: str | None, plan: Plan) -> str:
+        """Plan the root tree that is `root` with directory `path` replaced by `tree` (removed if None).
+
+        A directory the removal leaves empty is removed too.
+        """
+        parts = path.split("/")
+
+        def rebuild(current: str | None, depth: int) -> str | None:
+            entries = self.entries(current) if current else []
+            name = parts[depth]
+            existing = next((e for e in entries if e[1] == name), None)
+            kept = [e for e in entries if e[1] != name]
+            if depth == len(parts) - 1:
+                child = tree
+            else:
+                if existing is not None and existing[0] != TREE_MODE:
+                    raise InvalidRequest(f"{'/'.join(parts[:depth + 1])} is a file, not a directory")
+                child = rebuild(existing[2] if existing else None, depth + 1)
+            if child is not None:
+                kept.append((TREE_MODE, name, child))
+            if not kept and depth > 0:
+                return None
+            return plan.tree(kept)
+
+        result = rebuild(root, 0)
+        assert result is not None  # depth 0 always yields a tree
+        return result
+
+    # Writing -----------------------------------------------------------------------------------
+
+    def store(self, plan: Plan) -> None:
+        """Write the planned objects git lacks: blobs, then trees, then commits.
+
+        The ids were computed here; git's must match them, or nothing would refer to what it wrote.
+        """
+        ids = list(plan)
+        missing = [oid for oid, info in zip(ids, self.git.object_info(ids), strict=True) if info is None]
+        if not missing:
+            return
+        with tempfile.TemporaryDirectory(prefix="porchkit-objects-") as scratch:
+            for kind in ("blob", "tree", "commit"):
+                batch = [oid for oid in missing if plan[oid][0] == kind]
+                if not batch:
+                    continue
+                for oid in batch:
+                    Path(scratch, oid).write_bytes(plan[oid][1])
+                paths = "".join(f"{os.path.join(scratch, oid)}\n" for oid in batch).encode()
+                written = self.git.run("hash-object", "-w", "--no-filters", "--stdin-paths", "-t", kind,
+                                       input=paths).decode().split()
+                if written != batch:
+                    raise GitRepositoryError(f"git wrote {kind} objects with other ids than computed: {written[:3]}")

@@ -1,0 +1,634 @@
+"""Package revisions in one local git repository, laid out exactly as Porch lays them out.
+
+Owns: the git side of the embedded Porch for one Repository (a git repository, a branch B and an
+optional directory D): finding packages and their revisions in refs, reading and writing a
+revision's files, moving revisions through their lifecycle, and the PackageRevision metadata
+Porch keeps outside git. Leaves to its neighbours: the API objects (names, UIDs, status), tasks
+(clone, edit, upgrade), rendering, and Porch's API-level rules such as "approve only Proposed".
+
+Layout (spec porchvariant.md (d), Porch's pkg/externalrepo/git; _gitrefs.py has the ref names,
+_gitmessages.py the message bytes). A package is any directory under D holding a Kptfile (not
+looked for inside another package). Published revision N of package P is the lightweight tag
+`P/vN` on an approval commit on B; a tag `P/<x>` with x not a number is published with revision
+-1 and workspace x; tags without "/" are ignored. Drafts and Proposed revisions are the branches
+`drafts/P/<ws>` and `proposed/P/<ws>`; `deletionProposed/P/vN` marks a published revision
+DeletionProposed. Every package on B is also its placeholder revision (-1, workspace B). Every
+write is one commit holding the whole package directory, the rest of the tree untouched.
+
+Direct, no cache clone. The repository is a local path or file:// URL (bare or not), so porchkit
+works on its git directory itself: a clone would double the storage and add a fetch/push cycle,
+while `git update-ref` transactions with expected old values give the same compare-and-swap
+Porch gets from a push. In a non-bare repository git's own rule for pushes applies: the branch
+checked out in a working tree is not moved unless `receive.denyCurrentBranch` is `ignore` or
+`warn` (the working tree is never touched).
+
+Crash safety. Every change writes its objects first (blobs, trees, commit; unreferenced until the
+end, so invisible) and then moves all of its refs in one `git update-ref --stdin` transaction,
+each ref with its expected old value. A process killed before the transaction leaves only
+unreferenced objects, which `git gc` prunes; a ref that moved in between makes the whole
+transaction fail with Conflict. (Git's files backend commits a transaction by renaming one lock
+file per ref; only a crash inside those few renames can apply part of it, e.g. an approval's tag
+without the draft branch's deletion. Nothing is ever half-written.)
+
+Locks. Writers take a per-handle thread lock and then an exclusive flock(2) on
+`<git dir>/porchkit.lock`, so two handles on one repository, in one process or in two, never
+interleave a read-compute-write; the old-value checks catch any other writer (Porch, git push).
+
+Metadata (labels, annotations, ownerReferences, finalizers) is kept in git, so it survives a
+restart and travels with the repository: one ref per revision, `refs/porchkit/metadata/<P>/<ws>`
+(each part percent-escaped into one component), pointing at a JSON blob. Why not git notes keyed
+by commit: a revision's commit changes with every draft write and again at approval, and one
+commit can carry several revisions (B's tip is every package's placeholder and, right after an
+approval, also the new tag), so notes would have to be copied forward on every write and would
+still be ambiguous. (P, ws) is what names a PackageRevision and it stays the same from Draft to
+Published; deleting a revision deletes its metadata ref in the same transaction. Porch fetches
+only refs/heads and refs/tags, kpt fetches the ref it is asked for, and refs to blobs are skipped
+by `git log --all` and allowed by fsck outside refs/heads, so the namespace disturbs neither.
+
+Files. `read_resources` gives the UTF-8 text files as `{path: text}`, which is all Porch's
+PackageRevisionResources can carry; files that are not UTF-8 (binary), symlinks and submodule
+links are left out rather than mangled (Porch would hand out their bytes as a Go string, and
+write them back broken). `read_files` gives every regular file's bytes. `write_resources`
+replaces the package with the given files but keeps the entries `read_resources` cannot show
+unless told not to (`keep_binary=False`) or given a new content for them, and keeps a file's
+executable bit when its path survives; new files are 100644, as Porch writes them.
+
+Deviations from Porch, all deliberate: the executable bit and binary files above; a directory
+left empty by deleting a package is removed rather than kept as an empty tree; a Kptfile at D
+itself (a package with no name) is not listed; the git layer approves a Draft as well as a
+Proposed revision (the API layer enforces Porch's rule).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from types import TracebackType
+from typing import Any
+
+from porchvariant.embedded import _gitmessages as messages
+from porchvariant.embedded import _gitrefs as refs
+from porchvariant.embedded._gitcli import Git, checked_out_branches, open_git_dir
+from porchvariant.embedded._giterrors import (
+    Conflict,
+    GitCommandError,
+    GitRepositoryError,
+    InvalidRequest,
+    NotFound,
+)
+from porchvariant.embedded._gitmessages import PORCH_SIGNATURE, Signature, Task
+from porchvariant.embedded._gitobjects import EXEC_MODE, FILE_MODE, FILE_MODES, ObjectStore, Plan
+from porchvariant.embedded._gitrefs import KPTFILE
+
+__all__ = [
+    "METADATA_FIELDS",
+    "Conflict",
+    "GitCommandError",
+    "GitPackageRepository",
+    "GitRepositoryError",
+    "InvalidRequest",
+    "Lifecycle",
+    "NotFound",
+    "Revision",
+    "Signature",
+]
+
+LOCK_FILE = "porchkit.lock"
+METADATA_FIELDS = ("labels", "annotations", "ownerReferences", "finalizers")
+
+_PACKAGE_CACHE_LIMIT = 100_000
+_DENY_OFF = frozenset({"ignore", "warn", "false", "no", "off", "0"})
+
+
+class Lifecycle(StrEnum):
+    DRAFT = "Draft"
+    PROPOSED = "Proposed"
+    PUBLISHED = "Published"
+    DELETION_PROPOSED = "DeletionProposed"
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """One package revision as git holds it; `commit` doubles as its resourceVersion, as in Porch.
+
+    package      P, the package's full path in the repository (the directory D included)
+    name         P relative to D: the PackageRevision's spec.packageName
+    workspace    the workspace name (B for the placeholder, the trailer's for a tag)
+    revision     N for a published `P/vN`, 0 for a Draft or Proposed, -1 for the placeholder and
+                 for a tag whose last part is not a number
+    version      the tag's last part ("v3", "v2.0.0"), B for the placeholder, "" otherwise
+    ref          the full ref it lives on; ref_target what that ref points at (the commit, or an
+                 annotated tag object)
+    tree         the package directory's tree; author_email / author_time the ref's commit's author
+    """
+
+    package: str
+    name: str
+    workspace: str
+    revision: int
+    lifecycle: Lifecycle
+    version: str
+    ref: str
+    ref_target: str
+    commit: str
+    tree: str
+    author_email: str
+    author_time: int
+
+    @property
+    def is_placeholder(self) -> bool:
+        return self.ref.startswith(refs.HEADS) and self.lifecycle in (Lifecycle.PUBLISHED, Lifecycle.DELETION_PROPOSED)
+
+
+class GitPackageRepository:
+    """Porch's view of one git repository + branch + directory; use with `with` or call close()."""
+
+    def __init__(
+        self,
+        location: str | os.PathLike[str],
+        *,
+        branch: str = "main",
+        directory: str = "",
+        author: str = "",
+        email: str = "",
+        create_branch: bool = False,
+    ) -> None:
+        """Open `location` (a path or file:// URL); NotFound if it or the branch is missing.
+
+        `author`/`email` are the Repository's spec.git.author/email; either one set makes every
+        commit's author (the name falls back to the email, as in Porch), otherwise commits are
+        authored by Porch's own signature. `create_branch` is spec.git.createBranch.
+        """
+        self.location = os.fspath(location)
+        self.branch = branch
+        self.directory = directory.strip("/")
+        if problem := refs.path_problem(branch, "branch"):
+            raise InvalidRequest(problem)
+        if self.directory and (problem := refs.path_problem(self.directory, "directory")):
+            raise InvalidRequest(problem)
+        name, mail = messages.clean_identity(author), messages.clean_identity(email)
+        self.author = Signature(name or mail, mail) if (name or mail) else PORCH_SIGNATURE
+        self.git_dir, self.bare, algorithm = open_git_dir(self.location)
+        self._git = Git(self.git_dir)
+        self._objects = ObjectStore(self._git, algorithm)
+        self._zero = "0" * (self._objects.hash_size * 2)
+        self._lock = threading.RLock()
+        self._lock_depth = 0
+        # Both caches hold facts about immutable commits, so they are never stale, only bounded.
+        self._package_cache: dict[tuple[str, str], str | None] = {}
+        self._discovery_cache: tuple[str, list[tuple[str, str]]] = ("", [])
+        try:
+            if self._read_ref(refs.branch_ref(branch)) is None:
+                if not create_branch:
+                    raise NotFound(f"branch {branch!r} does not exist in {self.location}")
+                self._create_branch()
+        except BaseException:
+            self.close()
+            raise
+
+    # Handle ------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop this handle's git processes; idempotent (a later call would start them again)."""
+        self._git.close()
+
+    def __enter__(self) -> GitPackageRepository:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"GitPackageRepository({self.location!r}, branch={self.branch!r}, directory={self.directory!r})"
+
+    # Reading -----------------------------------------------------------------------------------
+
+    def list_revisions(self, package: str | None = None) -> list[Revision]:
+        """Every revision under the directory (or of the one package P), sorted by (P, revision, ws).
+
+        One `git for-each-ref` for all refs, one `git ls-tree` for B's packages (cached per
+        commit), and one pipelined `cat-file --batch-check` for the Kptfile of every tag and draft.
+        """
+        branch_ref = refs.branch_ref(self.branch)
+        patterns = [branch_ref, refs.DRAFTS.rstrip("/"), refs.PROPOSED.rstrip("/"),
+                    refs.DELETION_PROPOSED.rstrip("/"), refs.TAGS.rstrip("/")]
+        if package is not None:
+            patterns = [branch_ref] + [prefix + package for prefix in
+                                       (refs.DRAFTS, refs.PROPOSED, refs.DELETION_PROPOSED, refs.TAGS)]
+        tip: refs.RefInfo | None = None
+        deletion_proposed: set[str] = set()
+        found: list[tuple[refs.RefInfo, str, str, int, Lifecycle, str]] = []  # ref, P, ws, revision, lifecycle, version
+        for ref in self._for_each_ref(patterns):
+            if ref.name == branch_ref:
+                tip = ref
+            elif ref.name.startswith(refs.DELETION_PROPOSED):
+                deletion_proposed.add(ref.name[len(refs.DELETION_PROPOSED):])
+            elif ref.name.startswith((refs.DRAFTS, refs.PROPOSED)):
+                draft = ref.name.startswith(refs.DRAFTS)
+                parts = refs.split_package_ref(ref.name[len(refs.DRAFTS if draft else refs.PROPOSED):])
+                if parts and self._wanted(parts[0], package):
+                    found.append((ref, parts[0], parts[1], 0, Lifecycle.DRAFT if draft else Lifecycle.PROPOSED, ""))
+            elif ref.name.startswith(refs.TAGS):
+                parts = refs.split_package_ref(ref.name[len(refs.TAGS):])
+                if parts and self._wanted(parts[0], package):
+                    path, version = parts
+                    number = refs.revision_number(version)
+                    if number == -1:
+                        workspace = version
+                    else:
+                        workspace = messages.trailer_workspace(ref.message, path) or f"v{number}"
+                    found.append((ref, path, workspace, number, Lifecycle.PUBLISHED, version))
+        trees = self._package_trees([(ref.commit, path) for ref, path, *_ in found])
+        result = []
+        for (ref, path, workspace, number, lifecycle, version), tree in zip(found, trees, strict=True):
+            if tree is None:
+                continue  # no Kptfile there: not a package revision (Porch skips it too)
+            if version and f"{path}/{version}" in deletion_proposed:
+                lifecycle = Lifecycle.DELETION_PROPOSED
+            result.append(self._revision(path, workspace, number, lifecycle, version, ref, tree))
+        if tip is not None:
+            for path, tree in self._placeholders(tip.commit, package):
+                dp = f"{path}/{self.branch}" in deletion_proposed
+                lifecycle = Lifecycle.DELETION_PROPOSED if dp else Lifecycle.PUBLISHED
+                result.append(self._revision(path, self.branch, -1, lifecycle, self.branch, tip, tree))
+        return sorted(result, key=lambda r: (r.package, r.revision, r.workspace, r.ref))
+
+    def list_packages(self) -> list[str]:
+        """The full paths of the packages that have at least one revision."""
+        return sorted({revision.package for revision in self.list_revisions()})
+
+    def get_revision(self, package: str, workspace: str) -> Revision:
+        """The revision of P with workspace ws; NotFound if there is none."""
+        for revision in self.list_revisions(package):
+            if revision.workspace == workspace:
+                return revision
+        raise NotFound(f"package revision {package}/{workspace} not found in {self.location}")
+
+    def read_files(self, revision: Revision) -> dict[str, bytes]:
+        """Every regular file of the revision, path relative to the package → bytes."""
+        return {path: data for path, _, data in self._objects.files(revision.tree)}
+
+    def read_resources(self, revision: Revision) -> dict[str, str]:
+        """The revision's UTF-8 text files as {path: text}; binary files are left out (see the module doc)."""
+        decoded = ((path, _text(data)) for path, _, data in self._objects.files(revision.tree))
+        return {path: text for path, text in decoded if text is not None}
+
+    def tasks(self, revision: Revision) -> list[Task]:
+        """The revision's tasks, oldest first, from the `kpt:` trailers in its history (Porch's loadTasks)."""
+        with self._git.stream("log", "--no-color", "--format=%B%x00", revision.commit) as out:
+            return messages.tasks_from_history(_records(out), revision.package, revision.workspace)
+
+    def read_metadata(self, revision: Revision) -> dict[str, Any]:
+        """The metadata stored for (P, ws): a dict with any of METADATA_FIELDS, {} if none."""
+        found = self._git.read_object(refs.metadata_ref(revision.package, revision.workspace))
+        if found is None or found[0] != "blob":
+            return {}
+        data = json.loads(found[1])
+        return {key: data[key] for key in METADATA_FIELDS if key in data}
+
+    # Writing -----------------------------------------------------------------------------------
+
+    def create_draft(self, package: str, workspace: str, files: Mapping[str, str | bytes],
+                     *, task: Task | None = None) -> Revision:
+        """A new Draft `drafts/P/ws`: one commit on B's tip holding exactly `files` at P.
+
+        `files` must include a Kptfile. Conflict if a Draft or Proposed (P, ws) already exists.
+        With B missing (an empty repository), the commit has no parent, as in Porch.
+        """
+        self._check_new(package, workspace)
+        contents = _encode_files(files)
+        with self._exclusive():
+            tip = self._read_ref(refs.branch_ref(self.branch))
+            plan = self._objects.plan()
+            tree = self._package_tree({path: (FILE_MODE, plan.blob(data)) for path, data in contents.items()}, plan)
+            root = self._objects.replace(self._objects.root_tree(tip), package, tree, plan)
+            message = messages.write_message(package, workspace, task)
+            commit, when = plan.commit(root, [tip] if tip else [], message, self.author)
+            self._objects.store(plan)
+            ref = refs.draft_ref(package, workspace)
+            self._move_refs([f"create {ref} {commit}",
+                             f"verify {refs.proposed_ref(package, workspace)} {self._zero}"])
+        return self._new_revision(package, workspace, 0, Lifecycle.DRAFT, "", ref, commit, tree, when)
+
+    def write_resources(self, revision: Revision, files: Mapping[str, str | bytes], *,
+                        task: Task | None = None, keep_binary: bool = True) -> Revision:
+        """One commit on a Draft's branch replacing the package with `files`; the new Revision.
+
+        Conflict if the draft moved since `revision` was read. See the module doc for what
+        `keep_binary` keeps.
+        """
+        self._require(revision, Lifecycle.DRAFT, "write to")
+        contents = _encode_files(files)
+        with self._exclusive():
+            plan = self._objects.plan()
+            entries: dict[str, tuple[str, str]] = {}
+            for path, mode, oid in self._objects.walk(revision.tree):
+                if path in contents:
+                    entries[path] = (EXEC_MODE if mode == EXEC_MODE else FILE_MODE, "")
+                elif keep_binary and (mode not in FILE_MODES or _text(self._objects.blob(oid)) is None):
+                    entries[path] = (mode, oid)  # kept as it is, by id
+            for path, data in contents.items():
+                entries[path] = (entries.get(path, (FILE_MODE, ""))[0], plan.blob(data))
+            tree = self._package_tree(entries, plan)
+            root = self._objects.replace(self._objects.root_tree(revision.commit), revision.package, tree, plan)
+            message = messages.write_message(revision.package, revision.workspace, task)
+            commit, when = plan.commit(root, [revision.commit], message, self.author)
+            self._objects.store(plan)
+            self._move_refs([f"update {revision.ref} {commit} {revision.commit}"])
+        return self._new_revision(revision.package, revision.workspace, 0, Lifecycle.DRAFT, "",
+                                  revision.ref, commit, tree, when)
+
+    def propose(self, revision: Revision) -> Revision:
+        """Draft → Proposed: `drafts/P/ws` becomes `proposed/P/ws` (same commit)."""
+        self._require(revision, Lifecycle.DRAFT, "propose")
+        return self._rename(revision, refs.proposed_ref(revision.package, revision.workspace), Lifecycle.PROPOSED)
+
+    def reject(self, revision: Revision) -> Revision:
+        """Proposed → Draft: `proposed/P/ws` becomes `drafts/P/ws` again."""
+        self._require(revision, Lifecycle.PROPOSED, "reject")
+        return self._rename(revision, refs.draft_ref(revision.package, revision.workspace), Lifecycle.DRAFT)
+
+    def approve(self, revision: Revision) -> Revision:
+        """Publish a Draft or Proposed revision as `P/vN`, N = highest published N of P + 1.
+
+        One commit on B (first parent B's tip, second the revision's commit, as Porch's
+        commitPackageToMain makes it, which is what lets `tasks` find the draft's trailers)
+        whose tree is B's with P replaced by the revision's package; B and the new tag move to it
+        and the draft/proposed branch is deleted, all in one transaction.
+        """
+        if revision.lifecycle not in (Lifecycle.DRAFT, Lifecycle.PROPOSED):
+            raise InvalidRequest(f"cannot approve {revision.package}/{revision.workspace}: it is {revision.lifecycle}")
+        branch_ref = refs.branch_ref(self.branch)
+        with self._exclusive():
+            tip = self._read_ref(branch_ref)
+            if tip is None:
+                raise NotFound(f"cannot approve: branch {self.branch!r} does not exist")
+            number = self._next_revision(revision.package)
+            plan = self._objects.plan()
+            root = self._objects.replace(self._objects.root_tree(tip), revision.package, revision.tree, plan)
+            message = messages.approval_message(revision.package, revision.workspace, number)
+            commit, when = plan.commit(root, [tip, revision.commit], message, self.author)
+            self._objects.store(plan)
+            tag = refs.tag_ref(revision.package, f"v{number}")
+            self._move_refs([f"update {branch_ref} {commit} {tip}", f"create {tag} {commit}",
+                             f"delete {revision.ref} {revision.commit}"])
+        return self._new_revision(revision.package, revision.workspace, number, Lifecycle.PUBLISHED,
+                                  f"v{number}", tag, commit, revision.tree, when)
+
+    def propose_deletion(self, revision: Revision) -> Revision:
+        """Published → DeletionProposed: branch `deletionProposed/P/<version>` at the revision's commit."""
+        self._require(revision, Lifecycle.PUBLISHED, "propose deletion of")
+        marker = refs.deletion_proposed_ref(revision.package, revision.version)
+        with self._exclusive():
+            self._move_refs([f"create {marker} {revision.commit}"])
+        return replace(revision, lifecycle=Lifecycle.DELETION_PROPOSED)
+
+    def reject_deletion(self, revision: Revision) -> Revision:
+        """DeletionProposed → Published: the marker branch is deleted."""
+        self._require(revision, Lifecycle.DELETION_PROPOSED, "reject deletion of")
+        with self._exclusive():
+            self._move_refs([f"delete {refs.deletion_proposed_ref(revision.package, revision.version)}"])
+        return replace(revision, lifecycle=Lifecycle.PUBLISHED)
+
+    def delete(self, revision: Revision) -> None:
+        """Delete a revision and its metadata, as Porch's DeletePackageRevision does.
+
+        Published (a tag): the tag and its deletionProposed branch go; B is untouched, so the
+        placeholder keeps the last approved content. Draft/Proposed: the branch goes. The
+        placeholder: a commit `Delete P` on B removes the package directory.
+        """
+        metadata = f"delete {refs.metadata_ref(revision.package, revision.workspace)}"
+        marker = f"delete {refs.deletion_proposed_ref(revision.package, revision.version)}"
+        with self._exclusive():
+            if revision.ref.startswith(refs.TAGS):
+                self._move_refs([f"delete {revision.ref} {revision.ref_target}", marker, metadata])
+            elif not revision.is_placeholder:
+                self._move_refs([f"delete {revision.ref} {revision.commit}", metadata])
+            else:
+                self._delete_placeholder(revision, [marker, metadata])
+
+    def write_metadata(self, revision: Revision, metadata: Mapping[str, Any]) -> None:
+        """Store (P, ws)'s metadata in git, replacing what was there; an all-empty dict removes it.
+
+        Only METADATA_FIELDS are kept (InvalidRequest for any other key). The last writer wins;
+        the API layer checks resourceVersions before it gets here.
+        """
+        unknown = sorted(set(metadata) - set(METADATA_FIELDS))
+        if unknown:
+            raise InvalidRequest(f"metadata fields {unknown} are not kept; only {list(METADATA_FIELDS)}")
+        kept = {key: metadata[key] for key in METADATA_FIELDS if metadata.get(key)}
+        ref = refs.metadata_ref(revision.package, revision.workspace)
+        with self._exclusive():
+            if not kept:
+                self._move_refs([f"delete {ref}"])
+                return
+            plan = self._objects.plan()
+            blob = plan.blob((json.dumps(kept, sort_keys=True, separators=(",", ":")) + "\n").encode())
+            self._objects.store(plan)
+            self._move_refs([f"update {ref} {blob}"])
+
+    # Internals: refs ---------------------------------------------------------------------------
+
+    def _for_each_ref(self, patterns: list[str]) -> Iterator[refs.RefInfo]:
+        return refs.parse_for_each_ref(self._git.run("for-each-ref", f"--format={refs.REF_FORMAT}", *patterns))
+
+    def _read_ref(self, name: str) -> str | None:
+        out = self._git.run("for-each-ref", "--format=%(refname)%00%(objectname)", name)
+        for line in out.decode("utf-8", "surrogateescape").splitlines():
+            ref, _, target = line.partition("\0")
+            if ref == name:
+                return target
+        return None
+
+    def _next_revision(self, package: str) -> int:
+        prefix = refs.TAGS + package + "/"
+        out = self._git.run("for-each-ref", "--format=%(refname)", refs.TAGS + package)
+        numbers = [refs.revision_number(name[len(prefix):]) for name in out.decode().splitlines()
+                   if name.startswith(prefix) and "/" not in name[len(prefix):]]
+        return max([0, *numbers]) + 1
+
+    def _move_refs(self, lines: list[str]) -> None:
+        """The one place refs move (the commit point of every change); a transaction or nothing."""
+        if not self.bare:
+            touched = {line.split()[1] for line in lines if not line.startswith("verify")}
+            checked_out = touched & checked_out_branches(self.git_dir)
+            if checked_out and self._deny_current_branch():
+                raise InvalidRequest(
+                    f"branch {sorted(checked_out)[0]} is checked out in a working tree of {self.location}; "
+                    "use a bare repository or set receive.denyCurrentBranch=ignore")
+        self._git.update_refs(lines)
+
+    def _deny_current_branch(self) -> bool:
+        try:
+            value = self._git.run("config", "--get", "receive.denyCurrentBranch").decode().strip().lower()
+        except GitCommandError:
+            return True  # unset: git's default is "refuse"
+        return value not in _DENY_OFF
+
+    def _rename(self, revision: Revision, new_ref: str, lifecycle: Lifecycle) -> Revision:
+        with self._exclusive():
+            self._move_refs([f"create {new_ref} {revision.commit}", f"delete {revision.ref} {revision.commit}"])
+        return replace(revision, ref=new_ref, ref_target=revision.commit, lifecycle=lifecycle)
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Thread lock, then flock on the git dir's lock file; re-entrant within one handle."""
+        with self._lock:
+            if self._lock_depth:
+                self._lock_depth += 1
+                try:
+                    yield
+                finally:
+                    self._lock_depth -= 1
+                return
+            fd = os.open(os.path.join(self.git_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                self._lock_depth = 1
+                yield
+            finally:
+                self._lock_depth = 0
+                os.close(fd)  # closing the descriptor releases the flock
+
+    # Internals: packages and trees -------------------------------------------------------------
+
+    def _wanted(self, package: str, only: str | None) -> bool:
+        return refs.in_directory(package, self.directory) and (only is None or package == only)
+
+    def _package_trees(self, pairs: list[tuple[str, str]]) -> list[str | None]:
+        """For each (commit, P): P's tree if P/Kptfile is a file at that commit, else None."""
+        todo = sorted({pair for pair in pairs if pair not in self._package_cache})
+        if todo and len(self._package_cache) + len(todo) > _PACKAGE_CACHE_LIMIT:
+            self._package_cache.clear()
+        if todo:
+            specs = [spec for commit, path in todo for spec in (f"{commit}:{path}", f"{commit}:{path}/{KPTFILE}")]
+            answers = self._git.object_info(specs)
+            for index, pair in enumerate(todo):
+                tree, kptfile = answers[2 * index], answers[2 * index + 1]
+                ok = tree is not None and tree[1] == "tree" and kptfile is not None and kptfile[1] == "blob"
+                self._package_cache[pair] = tree[0] if ok and tree is not None else None
+        return [self._package_cache[pair] for pair in pairs]
+
+    def _placeholders(self, commit: str, only: str | None) -> list[tuple[str, str]]:
+        if only is not None:
+            if not self._wanted(only, None):
+                return []
+            # Porch does not look for packages inside packages: no ancestor from D down may have one.
+            parts = only.split("/")
+            start = len(self.directory.split("/")) if self.directory else 0
+            ancestors = ["/".join(parts[:i]) for i in range(start, len(parts))]
+            specs = [f"{commit}:{a}/{KPTFILE}" if a else f"{commit}:{KPTFILE}" for a in ancestors]
+            if any(info is not None and info[1] == "blob" for info in self._git.object_info(specs)):
+                return []
+            tree = self._package_trees([(commit, only)])[0]
+            return [(only, tree)] if tree else []
+        if self._discovery_cache[0] != commit:
+            self._discovery_cache = (commit, self._discover(commit))  # only B's latest tip is asked for
+        return self._discovery_cache[1]
+
+    def _discover(self, commit: str) -> list[tuple[str, str]]:
+        """(P, tree) of every package on `commit` under D (one `git ls-tree -r`)."""
+        args = ["ls-tree", "-r", "-t", "-z", commit] + (["--", self.directory] if self.directory else [])
+        return refs.discover_packages(self._git.run(*args), self.directory)
+
+    def _delete_placeholder(self, revision: Revision, also: list[str]) -> None:
+        branch_ref = refs.branch_ref(self.branch)
+        tip = self._read_ref(branch_ref)
+        lines = list(also)
+        if tip is not None and self._package_trees([(tip, revision.package)])[0] is not None:
+            plan = self._objects.plan()
+            root = self._objects.replace(self._objects.root_tree(tip), revision.package, None, plan)
+            commit, _ = plan.commit(root, [tip], messages.delete_message(revision.package), self.author)
+            self._objects.store(plan)
+            lines.insert(0, f"update {branch_ref} {commit} {tip}")
+        self._move_refs(lines)
+
+    def _create_branch(self) -> None:
+        """Porch's createBranch: a root commit holding README.md, by Porch's own signature."""
+        branch_ref = refs.branch_ref(self.branch)
+        with self._exclusive():
+            if self._read_ref(branch_ref) is not None:
+                return
+            plan = self._objects.plan()
+            tree = plan.tree([(FILE_MODE, messages.README_NAME, plan.blob(messages.README_TEXT.encode()))])
+            commit, _ = plan.commit(tree, [], messages.INITIAL_COMMIT_MESSAGE, PORCH_SIGNATURE)
+            self._objects.store(plan)
+            self._move_refs([f"create {branch_ref} {commit}"])
+
+    def _package_tree(self, files: Mapping[str, tuple[str, str]], plan: Plan) -> str:
+        if KPTFILE not in files:
+            # Porch reads no package back without one (UpdateDraftResources refuses the same).
+            raise InvalidRequest("package must contain a Kptfile at its root")
+        return self._objects.directory_tree(files, plan)
+
+    # Internals: checks and values --------------------------------------------------------------
+
+    def _check_new(self, package: str, workspace: str) -> None:
+        if problem := refs.path_problem(package, "package"):
+            raise InvalidRequest(problem)
+        if not refs.in_directory(package, self.directory):
+            raise InvalidRequest(f"package {package!r} is not under the repository's directory {self.directory!r}")
+        if problem := refs.path_problem(workspace, "workspace"):
+            raise InvalidRequest(problem)
+        if "/" in workspace:
+            raise InvalidRequest(f"workspace {workspace!r} must not contain '/'")
+
+    @staticmethod
+    def _require(revision: Revision, lifecycle: Lifecycle, action: str) -> None:
+        if revision.lifecycle != lifecycle:
+            raise InvalidRequest(f"cannot {action} {revision.package}/{revision.workspace}: "
+                                 f"it is {revision.lifecycle}, not {lifecycle}")
+
+    def _revision(self, package: str, workspace: str, number: int, lifecycle: Lifecycle, version: str,
+                  ref: refs.RefInfo, tree: str) -> Revision:
+        return Revision(package, self._name(package), workspace, number, lifecycle, version, ref.name,
+                        ref.target, ref.commit, tree, ref.author_email, ref.author_time)
+
+    def _new_revision(self, package: str, workspace: str, number: int, lifecycle: Lifecycle, version: str,
+                      ref: str, commit: str, tree: str, when: int) -> Revision:
+        return Revision(package, self._name(package), workspace, number, lifecycle, version, ref, commit,
+                        commit, tree, self.author.email, when)
+
+    def _name(self, package: str) -> str:
+        return package[len(self.directory) + 1:] if self.directory else package
+
+
+def _encode_files(files: Mapping[str, str | bytes]) -> dict[str, bytes]:
+    out = {}
+    for path, value in files.items():
+        if problem := _file_path_problem(path):
+            raise InvalidRequest(problem)
+        out[path] = value.encode() if isinstance(value, str) else bytes(value)
+    return out
+
+
+def _file_path_problem(path: str) -> str | None:
+    parts = path.split("/")
+    if not path or path.startswith("/") or any(p in ("", ".", "..", ".git") or "\0" in p for p in parts):
+        return f"file path {path!r} must be relative, without empty, '.', '..' or '.git' parts"
+    return None
+
+
+def _text(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _records(stream: Iterable[bytes]) -> Iterator[str]:
+    """NUL-terminated records of `git log --format=%B%x00`, decoded, as they arrive."""
+    pending = b""
+    for chunk in stream:
+        pending += chunk
+        *complete, pending = pending.split(b"\0")
+        for record in complete:
+            yield record.lstrip(b"\n").decode("utf-8", "replace")
+
+
