@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 GROUPS: dict[str, tuple[str, str]] = {
     "pipeline": ("deltapipe.cli", "run Δ pipelines over manifests, offline"),
     "fn": ("krmfn.cli", "KRM functions for kpt (kpt fn eval --exec 'porchkit fn NAME')"),
+    "variants": ("porchvariant.cli", "PackageVariants and PackageVariantSets: preview what a set renders"),
     "manager": ("reconcile.cli", "run controllers in one process (in a cluster, or on the embedded API server)"),
 }
 
