@@ -1,5 +1,8 @@
 """porchvariant.embedded: porchkit's embedded Porch, serving `porch.kpt.dev/v1alpha1` from git.
 
+* porch.py is the embedded Porch itself: `EmbeddedPorch` serves PackageRevision and
+  PackageRevisionResources on an EmbeddedCluster from the git repositories of its Repository
+  objects (tasks in _porch_tasks.py, resourceVersions and watch history in _porch_events.py);
 * gitrepo.py is the git layer: packages and their revisions in one git repository, laid out
   exactly as Porch lays them out, so that Porch and `kpt pkg get` read what it writes and the
   other way round (the git CLI underneath, in _git*.py);

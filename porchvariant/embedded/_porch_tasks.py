@@ -1,0 +1,170 @@
+"""The first tasks of a new PackageRevision (init, clone, edit, upgrade) as functions over files.
+
+Owns: what a task makes of its sources, `{path: text}` in and out, and the Kptfile bookkeeping
+of a clone or upgrade (`upstream` / `upstreamLock`, spec d.5) edited in the Kptfile's text so its
+comments survive. Reading a package straight from a git URL (clone from git) is here too, for
+local repositories only. Leaves to porch.py: finding the PackageRevisions a task names and every
+API rule about them (placeholder, published).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+from urllib.parse import unquote, urlparse
+
+from porchvariant import yamltext
+from porchvariant.embedded import resource_merge
+
+KPTFILE = "Kptfile"
+PACKAGE_CONTEXT = "package-context.yaml"
+_UPSTREAM_BEFORE = ("upstreamLock", "info", "pipeline", "inventory", "status")
+_LOCK_BEFORE = ("info", "pipeline", "inventory", "status")
+
+
+class TaskError(ValueError):
+    """A task that cannot run; its message is the API error's."""
+
+
+class Upstream(NamedTuple):
+    """Where a clone comes from, as the Kptfile records it."""
+
+    repo: str
+    directory: str
+    ref: str
+    commit: str
+
+
+def kptfile_data(files: Mapping[str, str]) -> dict[str, Any]:
+    """The Kptfile's data, {} when it is missing or unreadable."""
+    text = files.get(KPTFILE)
+    if text is None:
+        return {}
+    try:
+        objects = yamltext.load_objects(text)
+    except yamltext.YamlTextError:
+        return {}
+    return objects[0][1] if objects else {}
+
+
+def init_package(name: str, task: Mapping[str, Any]) -> dict[str, str]:
+    """The init task: a minimal Kptfile (description, keywords, site when given)."""
+    init = task.get("init") or {}
+    lines = ["apiVersion: kpt.dev/v1", "kind: Kptfile", "metadata:", f"  name: {_scalar(name)}",
+             "  annotations:", '    config.kubernetes.io/local-config: "true"']
+    info = [f"  {key}: {_scalar(str(init[key]))}" for key in ("site", "description") if init.get(key)]
+    if init.get("keywords"):
+        info.append("  keywords:")
+        info += [f"  - {_scalar(str(word))}" for word in init["keywords"]]
+    if info:
+        lines += ["info:", *info]
+    return {KPTFILE: "\n".join(lines) + "\n"}
+
+
+def cloned(files: Mapping[str, str], upstream: Upstream, *, name: str | None = None) -> dict[str, str]:
+    """`files` with the Kptfile's upstream/upstreamLock pointing at `upstream` (and metadata.name
+    set to `name` when given), as Porch's clone and upgrade write them."""
+    if KPTFILE not in files:
+        raise TaskError("upstream package has no Kptfile")
+    git = {"repo": upstream.repo, "directory": upstream.directory, "ref": upstream.ref}
+
+    def edit(data: Any) -> None:
+        if name is not None:
+            yamltext.set_key(data["metadata"], "name", name)
+        yamltext.set_key(data, "upstream", {"type": "git", "git": git}, before=_UPSTREAM_BEFORE)
+        yamltext.set_key(data, "upstreamLock", {"type": "git", "git": {**git, "commit": upstream.commit}},
+                         before=_LOCK_BEFORE)
+
+    try:
+        kptfile = yamltext.edit_file_document(files[KPTFILE], 0, edit)
+    except (yamltext.YamlTextError, KeyError, TypeError) as err:
+        raise TaskError(f"cannot update the Kptfile: {err}") from err
+    return {**files, KPTFILE: kptfile}
+
+
+def with_package_context(files: Mapping[str, str], name: str, package_path: str = "") -> dict[str, str]:
+    """Deployment repositories: package-context.yaml regenerated (spec d.5)."""
+    data = [f"  name: {_scalar(name)}"] + ([f"  package-path: {_scalar(package_path)}"] if package_path else [])
+    text = "\n".join(["apiVersion: v1", "kind: ConfigMap", "metadata:", "  name: kptfile.kpt.dev", "  annotations:",
+                      '    config.kubernetes.io/local-config: "true"', "data:", *data]) + "\n"
+    return {**files, PACKAGE_CONTEXT: text}
+
+
+def upgraded(original: Mapping[str, str], new_upstream: Mapping[str, str], local: Mapping[str, str],
+             upstream: Upstream) -> dict[str, str]:
+    """The upgrade task (resource-merge): the 3-way merge, then the Kptfile pointed at the new upstream."""
+    try:
+        merged = resource_merge.merge_packages(original, new_upstream, local)
+    except ValueError as err:
+        raise TaskError(f"failed to merge the upgrade: {err}") from err
+    return cloned(merged, upstream)
+
+
+def repo_url(repo: str) -> str:
+    """The upstream repo as Porch records it: ".git" appended when missing."""
+    return repo if repo.endswith(".git") else repo + ".git"
+
+
+def local_path(repo: str) -> str | None:
+    """The filesystem path of a local repository (a path or file:// URL), None for a remote one."""
+    if repo.startswith("file://"):
+        return unquote(urlparse(repo).path)
+    if "://" in repo or (":" in repo.split("/", 1)[0] and not os.path.isabs(repo)):
+        return None  # https://, ssh://, scp-like host:path
+    return repo
+
+
+def read_git_package(repo: str, ref: str, directory: str) -> tuple[dict[str, str], str]:
+    """The UTF-8 files of `directory` at `ref` in a local repository, and the commit; TaskError otherwise."""
+    path = local_path(repo)
+    if path is None:
+        raise TaskError(f"cannot clone from {repo}: the embedded Porch reads only local repositories")
+    commit = ""
+    for candidate in (ref, f"refs/tags/{ref}", f"refs/heads/{ref}"):
+        found = _git(path, "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}", check=False)
+        if found:
+            commit = found.decode().strip()
+            break
+    if not commit:
+        raise TaskError(f"cannot clone from {repo}: ref {ref!r} not found")
+    directory = directory.strip("/")
+    prefix = directory + "/" if directory else ""
+    listing = _git(path, "ls-tree", "-r", "-z", commit, *(["--", directory] if directory else []))
+    files: dict[str, str] = {}
+    for entry in (listing or b"").split(b"\0"):
+        if not entry:
+            continue
+        meta, _, name = entry.partition(b"\t")
+        mode, kind, oid = meta.decode().split()
+        if kind != "blob" or mode not in ("100644", "100755"):
+            continue
+        data = _git(path, "cat-file", "blob", oid) or b""
+        try:
+            files[name.decode()[len(prefix):]] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    if KPTFILE not in files:
+        raise TaskError(f"cannot clone from {repo}: no Kptfile in {directory or '/'} at {ref}")
+    return files, commit
+
+
+def _git(path: str, *args: str, check: bool = True) -> bytes | None:
+    run = subprocess.run(["git", "-C", path, *args], capture_output=True)
+    if run.returncode != 0:
+        if check:
+            raise TaskError(f"git {args[0]} failed in {path}: {run.stderr.decode(errors='replace').strip()}")
+        return None
+    return run.stdout
+
+
+def _scalar(text: str) -> str:
+    """`text` as a YAML scalar: plain when it reads back as that string, else double-quoted."""
+    try:
+        plain = yamltext.load_fast(f"k: {text}\n")
+    except yamltext.YamlTextError:
+        plain = None
+    if plain == [{"k": text}]:
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
