@@ -110,7 +110,7 @@ def read_objects(paths: Iterable[str | Path], stdin: IO[str] | None = None) -> l
     and document for anything that is not an object.
     """
     objects: list[dict[str, Any]] = []
-    for source, text in _texts(paths, stdin or sys.stdin):
+    for source, text in manifest_texts(paths, stdin or sys.stdin):
         for number, doc in enumerate(load_yaml(text, source), start=1):
             items = doc.get("items") if type(doc) is dict and doc.get("kind") == "List" else [doc]
             for item in items if type(items) is list else [items]:
@@ -121,7 +121,9 @@ def read_objects(paths: Iterable[str | Path], stdin: IO[str] | None = None) -> l
     return objects
 
 
-def _texts(paths: Iterable[str | Path], stdin: IO[str]) -> Iterator[tuple[str, str]]:
+def manifest_texts(paths: Iterable[str | Path], stdin: IO[str]) -> Iterator[tuple[str, str]]:
+    """(source, text) of every file named, every manifest file under a directory (in name order),
+    and stdin for `-`. Raises ManifestError naming the path that cannot be read."""
     for raw in paths:
         if str(raw) == "-":
             yield "<stdin>", stdin.read()

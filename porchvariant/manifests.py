@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from deltapipe.errors import DeltapipeError
+from deltapipe.manifests import manifest_texts
 from porchvariant import yamltext
 from porchvariant.errors import PorchVariantError
-
-SUFFIXES = (".yaml", ".yml", ".json")
 
 
 class ManifestError(PorchVariantError):
@@ -65,19 +65,7 @@ def read_manifests(paths: Iterable[str | Path], stdin: IO[str] | None = None) ->
 
 
 def _texts(paths: Iterable[str | Path], stdin: IO[str]) -> Iterator[tuple[str, str]]:
-    for raw in paths:
-        if str(raw) == "-":
-            yield "<stdin>", stdin.read()
-            continue
-        path = Path(raw)
-        if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
-        elif path.exists():
-            files = [path]
-        else:
-            raise ManifestError(f"{path}: no such file or directory")
-        for file in files:
-            try:
-                yield str(file), file.read_text(encoding="utf-8")
-            except UnicodeDecodeError:
-                raise ManifestError(f"{file}: not UTF-8 text") from None
+    try:
+        yield from manifest_texts(paths, stdin)
+    except DeltapipeError as err:
+        raise ManifestError(str(err)) from None
