@@ -231,6 +231,13 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         return self.len()
 
+    def next_due(self) -> float | None:
+        """Clock-seconds until the earliest delayed key falls due (0 if one is due now), or None."""
+        with self._lock:
+            now = self._clock.monotonic()
+            due = self._promote_due(now)
+            return None if due is None else max(0.0, due - now)
+
     def in_flight(self) -> list[float]:
         """Clock-seconds each key now being processed has been at it (for the unfinished-work and
         longest-running metrics)."""

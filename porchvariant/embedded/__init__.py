@@ -2,13 +2,18 @@
 
 * porch.py is the embedded Porch itself: `EmbeddedPorch` serves PackageRevision and
   PackageRevisionResources on an EmbeddedCluster from the git repositories of its Repository
-  objects (tasks in _porch_tasks.py, resourceVersions and watch history in _porch_events.py);
+  objects, under Porch's API rules. Behind it: which Repositories are served and how a revision
+  is found (_porch_repos.py), the API objects built from git (_porch_objects.py), a new
+  revision's first task (_porch_first_task.py over the task functions in _porch_tasks.py), and
+  resourceVersions and watch history (_porch_events.py);
 * gitrepo.py is the git layer: packages and their revisions in one git repository, laid out
   exactly as Porch lays them out, so that Porch and `kpt pkg get` read what it writes and the
-  other way round (the git CLI underneath, in _git*.py);
+  other way round (revisions read from refs in _gitlisting.py, facts about immutable objects
+  remembered in _gitfacts.py, the git CLI and objects underneath in _git*.py);
 * resource_merge.py is the upgrade task's 3-way merge, kpt's `resource-merge` strategy of
   `kpt pkg update`, over packages given as `{path: text}` (in _merge*.py);
 * render.py renders a package's Kptfile pipeline: through `kpt fn render` when kpt is there,
-  otherwise in-process with the functions the caller supplies (porchkit's own, wired by the face,
-  since porchvariant may not import krmfn).
+  otherwise in-process with the functions the caller supplies (_render_inprocess.py; porchkit's
+  own, wired by the face, since porchvariant may not import krmfn), and `PipelineRenderer` is
+  the EmbeddedPorch renderer built on it (the pipeline itself is read by _render_pipeline.py).
 """

@@ -1,11 +1,11 @@
 """The git CLI under the embedded Porch: one-shot commands and two long-lived `git cat-file`s.
 
-Owns every git process gitrepo.py starts. One-shot commands (`for-each-ref`, `ls-tree`,
-`hash-object`, `update-ref`, `log`) run to completion and are waited for. Object reads go
-through a persistent `git cat-file --batch` (contents) and `--batch-check` (ids and types),
-started on first use and stopped by `close()`, by leaving a `with` block, or, as a last resort,
-when the `Git` object is garbage-collected. So a `Git` holds at most two children between calls
-and none once closed.
+Owns every git process gitrepo.py starts. One-shot commands (`for-each-ref`, `ls-tree`, `log`)
+run to completion and are waited for. Object reads go through a persistent `git cat-file --batch`
+(contents) and `--batch-check` (ids and types), and ref transactions through a persistent `git
+update-ref --stdin`, each started on first use and stopped by `close()`, by leaving a `with`
+block, or, as a last resort, when the `Git` object is garbage-collected. So a `Git` holds at
+most three children between calls and none once closed.
 
 Why the CLI and not GitPython's object database: ecosystem.md §6 measured it (listing 1000
 packed tags: 651 ms against 5.5 ms with `for-each-ref`; two `cat-file` children per live Repo
@@ -20,13 +20,14 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import tempfile
 import threading
 import urllib.parse
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 from porchvariant.embedded._giterrors import Conflict, GitCommandError, InvalidRequest, NotFound
 
@@ -37,6 +38,7 @@ _DROPPED_ENV = (
 )
 _REMOTE_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^[^/]+@[^/]+:")
 _BATCH_CHUNK = 200  # --batch-check queries in flight at once: far below a pipe buffer of answers
+UPDATE_REF = "update-ref"  # the key of the persistent `git update-ref --stdin` among Git's processes
 
 
 def git_environment() -> dict[str, str]:
@@ -58,8 +60,19 @@ def _found(header: list[bytes]) -> bool:
     return len(header) == 3 and header[1] in (b"blob", b"tree", b"commit", b"tag") and header[2].isdigit()
 
 
-def open_git_dir(location: str) -> tuple[str, bool, str]:
-    """(absolute git dir, bare?, object format) of a local path or file:// URL.
+class GitDir(NamedTuple):
+    """Where a repository lives: its git directory, whether it is bare, its object format
+    ("sha1" or "sha256"), and the directory its objects are written to (the common directory's,
+    for a linked worktree)."""
+
+    path: str
+    bare: bool
+    algorithm: str
+    objects: str
+
+
+def open_git_dir(location: str) -> GitDir:
+    """The git directory of a local path or file:// URL.
 
     NotFound unless `location` itself is a git directory or holds `.git`: git is never allowed
     to search upwards, which would silently open an enclosing repository.
@@ -74,13 +87,14 @@ def open_git_dir(location: str) -> tuple[str, bool, str]:
     if not os.path.isdir(path):
         raise NotFound(f"{location}: no such directory")
     non_bare = os.path.exists(os.path.join(path, ".git"))
-    args = ["rev-parse", "--absolute-git-dir", "--show-object-format"]
+    args = ["rev-parse", "--absolute-git-dir", "--show-object-format", "--git-common-dir"]
     try:
         out = run_git(args, cwd=path) if non_bare else run_git(["--git-dir", path, *args])
     except GitCommandError as err:
         raise NotFound(f"{location}: not a git repository") from err
-    git_dir, algorithm = out.decode().split()
-    return git_dir, not non_bare, algorithm
+    git_dir, algorithm, common = out.decode().splitlines()
+    common = os.path.normpath(os.path.join(path if non_bare else os.getcwd(), common))
+    return GitDir(git_dir, not non_bare, algorithm, os.path.join(common, "objects"))
 
 
 def checked_out_branches(git_dir: str) -> set[str]:
@@ -97,32 +111,45 @@ def checked_out_branches(git_dir: str) -> set[str]:
 
 
 class _Batch:
-    """One persistent `git cat-file` process; callers hold Git's lock around every exchange."""
+    """One persistent git process reading commands on stdin (`cat-file --batch`, `update-ref
+    --stdin`); callers hold Git's lock around every exchange. When its stderr is wanted, it goes
+    to a temporary file, never to a pipe nobody reads (a full pipe would stall the process)."""
 
-    def __init__(self, git_dir: str, mode: str) -> None:
+    def __init__(self, git_dir: str, args: Sequence[str], *, keep_stderr: bool = False) -> None:
+        # Closed by stop(), when the process is done with it: no `with` block spans that.
+        self.stderr = tempfile.TemporaryFile() if keep_stderr else None  # noqa: SIM115
         self.proc = subprocess.Popen(
-            ["git", "--git-dir", git_dir, "cat-file", mode],
+            ["git", "--git-dir", git_dir, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self.stderr if self.stderr is not None else subprocess.DEVNULL,
             env=git_environment(),
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.stdin: IO[bytes] = self.proc.stdin
         self.stdout: IO[bytes] = self.proc.stdout
 
+    def stop(self) -> str:
+        """Close stdin (the process exits on EOF), reap it, killing a straggler; its stderr."""
+        with suppress(OSError):
+            self.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.stdout.close()
+        if self.stderr is None:
+            return ""
+        self.stderr.seek(0)
+        text = self.stderr.read().decode(errors="replace")
+        self.stderr.close()
+        return text
+
 
 def _stop(batches: dict[str, _Batch]) -> None:
-    """Close each process's stdin (cat-file exits on EOF), then reap it; kill a straggler."""
     for batch in list(batches.values()):
-        with suppress(OSError):
-            batch.stdin.close()
-        try:
-            batch.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            batch.proc.kill()
-            batch.proc.wait()
-        batch.stdout.close()
+        batch.stop()
     batches.clear()
 
 
@@ -165,26 +192,50 @@ class Git:
             proc.wait()
 
     def update_refs(self, lines: Sequence[str]) -> None:
-        """One `git update-ref --stdin` transaction: every line applies, or none does.
+        """One ref transaction: every line applies, or none does.
 
         Lines are `update REF NEW OLD`, `create REF NEW`, `delete REF [OLD]`, `verify REF OLD`.
         A ref that is not at its expected value (or exists where `create` wants none) raises
         Conflict and leaves every ref as it was.
+
+        The transaction goes to a running `git update-ref --stdin` (start, the lines, prepare,
+        commit; git answers "start: ok" and so on), which saves starting a process per write.
+        Git locks and checks each ref on disk when it prepares, so what other processes did in
+        between is seen. Any failure ends that process (git dies on it); the next call starts
+        another. A process found dead before it took the transaction is replaced, once.
         """
-        script = "".join(f"{line}\n" for line in ("start", *lines, "prepare", "commit"))
-        try:
-            self.run("update-ref", "--stdin", input=script.encode())
-        except GitCommandError as err:
-            if "cannot lock ref" in err.stderr or "reference already exists" in err.stderr:
-                raise Conflict(f"a ref moved since it was read: {err.stderr.strip().splitlines()[-1]}") from err
-            raise
+        script = "".join(f"{line}\n" for line in ("start", *lines, "prepare", "commit")).encode()
+        with self._lock:
+            for attempt in (1, 2):
+                batch = self._batch(UPDATE_REF)
+                try:
+                    batch.stdin.write(script)
+                    batch.stdin.flush()
+                    answers = [batch.stdout.readline() for _ in range(3)]
+                except OSError:
+                    answers = []
+                if answers == [b"start: ok\n", b"prepare: ok\n", b"commit: ok\n"]:
+                    return
+                stderr = self._batches.pop(UPDATE_REF).stop()
+                if answers[:1] == [b"start: ok\n"] or stderr.strip() or attempt == 2:
+                    break
+        code = batch.proc.returncode
+        if "cannot lock ref" in stderr or "reference already exists" in stderr:
+            raise Conflict(f"a ref moved since it was read: {stderr.strip().splitlines()[-1]}")
+        raise GitCommandError(("update-ref", "--stdin"), code if code is not None else -1, stderr)
 
     # cat-file ----------------------------------------------------------------------------------
 
     def _batch(self, mode: str) -> _Batch:
         batch = self._batches.get(mode)
         if batch is None or batch.proc.poll() is not None:
-            batch = self._batches[mode] = _Batch(self.git_dir, mode)
+            if batch is not None:
+                batch.stop()
+            if mode == UPDATE_REF:
+                batch = _Batch(self.git_dir, ["update-ref", "--stdin"], keep_stderr=True)
+            else:
+                batch = _Batch(self.git_dir, ["cat-file", mode])
+            self._batches[mode] = batch
         return batch
 
     def read_object(self, spec: str) -> tuple[str, bytes] | None:

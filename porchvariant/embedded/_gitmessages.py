@@ -201,6 +201,41 @@ def commit_object(
     return head + b"\n" + message.encode()
 
 
+def parse_commit(data: bytes) -> tuple[str, int, str]:
+    """(author email, author time, message) of a raw commit object, as `git for-each-ref` gives
+    %(authoremail) (without the brackets), %(authordate:unix) and %(contents)."""
+    head, _, message = data.partition(b"\n\n")
+    email, when = "", 0
+    for line in head.split(b"\n"):
+        if line.startswith(b"author "):
+            ident = line[len(b"author "):].decode("utf-8", "surrogateescape")
+            lt = ident.find("<")
+            gt = ident.find(">", lt + 1)
+            if lt >= 0 and gt >= 0:
+                email = ident[lt + 1 : gt]
+                stamp = ident[gt + 1 :].split()
+                when = int(stamp[0]) if stamp and stamp[0].isdigit() else 0
+            break
+    return email, when, message.decode("utf-8", "surrogateescape")
+
+
+def commit_parents(data: bytes) -> list[str]:
+    """The parent ids of a raw commit object, in order."""
+    head = data.partition(b"\n\n")[0]
+    return [line[len(b"parent "):].decode() for line in head.split(b"\n") if line.startswith(b"parent ")]
+
+
+def tag_target(data: bytes) -> tuple[str, str]:
+    """(object id, object type) a raw annotated tag object points at."""
+    target, kind = "", ""
+    for line in data.partition(b"\n\n")[0].split(b"\n"):
+        if line.startswith(b"object "):
+            target = line[len(b"object "):].decode()
+        elif line.startswith(b"type "):
+            kind = line[len(b"type "):].decode()
+    return target, kind
+
+
 def clean_identity(text: str) -> str:
     """A name or email git will store: no angle brackets or line breaks (git strips them too)."""
     return "".join(ch for ch in text if ch not in "<>\n\r\0").strip()

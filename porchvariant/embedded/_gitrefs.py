@@ -21,7 +21,6 @@ package (package_tree.go, discoverPackages).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 HEADS = "refs/heads/"
@@ -32,13 +31,9 @@ DELETION_PROPOSED = HEADS + "deletionProposed/"
 METADATA = "refs/porchkit/metadata/"
 
 KPTFILE = "Kptfile"
-# for-each-ref fields, each NUL-terminated; `*` fields are those of the commit an annotated tag
-# points at; `contents` is the whole message, which carries the kpt: trailer.
-_REF_FIELDS = (
-    "refname", "objectname", "objecttype", "*objectname", "*objecttype",
-    "authoremail", "authordate:unix", "*authoremail", "*authordate:unix", "contents", "*contents",
-)
-REF_FORMAT = "".join(f"%({field})%00" for field in _REF_FIELDS)
+# `git for-each-ref` output: name and target of each ref, NUL-terminated (what they point at is
+# read, once per object id, through `git cat-file`: see gitrepo.py).
+TARGET_FORMAT = "%(refname)%00%(objectname)%00"
 
 # Go's strconv.Atoi after Porch strips one leading "v" (repository.Revision2Int).
 _GO_INT = re.compile(r"[+-]?[0-9]+")
@@ -138,21 +133,12 @@ class RefInfo:
     message: str
 
 
-def parse_for_each_ref(out: bytes) -> Iterator[RefInfo]:
-    """The refs in `git for-each-ref --format=REF_FORMAT` output; refs to trees and blobs are skipped."""
+def parse_ref_targets(out: bytes) -> list[tuple[str, str]]:
+    """(ref name, target id) of each ref in `git for-each-ref --format=TARGET_FORMAT` output."""
     fields = out.split(b"\0")
-    width = len(_REF_FIELDS)
-    for start in range(0, len(fields) - width + 1, width):
-        (name, target, kind, peeled, peeled_kind, email, when, peeled_email, peeled_when,
-         body, peeled_body) = (f.decode("utf-8", "surrogateescape") for f in fields[start:start + width])
-        if kind == "tag" and peeled_kind == "commit":
-            commit, email, when, body = peeled, peeled_email, peeled_when, peeled_body
-        elif kind == "commit":
-            commit = target
-        else:
-            continue
-        # Each record ends in the newline for-each-ref adds, which opens the next record's first field.
-        yield RefInfo(name.lstrip("\n"), target, commit, email.strip("<>"), int(when or 0), body)
+    # Each record ends in the newline for-each-ref adds, which opens the next record's first field.
+    return [(fields[i].decode("utf-8", "surrogateescape").lstrip("\n"), fields[i + 1].decode())
+            for i in range(0, len(fields) - 1, 2)]
 
 
 def discover_packages(ls_tree: bytes, directory: str) -> list[tuple[str, str]]:

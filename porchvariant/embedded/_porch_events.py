@@ -104,11 +104,13 @@ class History:
             while True:
                 if self._closed or stream.closed:
                     return None
-                for change in self._changes:
-                    if change.sequence <= stream.sequence or change.version <= after:
-                        continue
+                # Sequences are consecutive, so the first change not yet looked at is found by
+                # position, not by scanning the whole history on every wake-up.
+                first = self._changes[0].sequence if self._changes else 0
+                for index in range(max(0, stream.sequence + 1 - first), len(self._changes)):
+                    change = self._changes[index]
                     stream.sequence = change.sequence
-                    if accept(change):
+                    if change.version > after and accept(change):
                         return change
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:

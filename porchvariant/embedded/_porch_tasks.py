@@ -1,25 +1,31 @@
 """The first tasks of a new PackageRevision (init, clone, edit, upgrade) as functions over files.
 
-Owns: what a task makes of its sources, `{path: text}` in and out, and the Kptfile bookkeeping
-of a clone or upgrade (`upstream` / `upstreamLock`, spec d.5) edited in the Kptfile's text so its
-comments survive. Reading a package straight from a git URL (clone from git) is here too, for
-local repositories only. Leaves to porch.py: finding the PackageRevisions a task names and every
-API rule about them (placeholder, published).
+Owns: what a task makes of its sources, `{path: text}` in and out: the Kptfile bookkeeping of a
+clone or upgrade (`upstream` / `upstreamLock`, spec d.5) edited in the Kptfile's text so its
+comments survive (`Clones` does it once per upstream for a fan-out), and the package context a
+clone into a deployment Repository gets. Reading a package straight from a git URL (clone from
+git) is here too, for local repositories only. Leaves to _porch_first_task.py: finding the
+PackageRevisions a task names and every API rule about them (placeholder, published).
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 import subprocess
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlparse
+
+import yaml
 
 from porchvariant import yamltext
 from porchvariant.embedded import resource_merge
 
 KPTFILE = "Kptfile"
 PACKAGE_CONTEXT = "package-context.yaml"
+CONTEXT_NAME = "kptfile.kpt.dev"
+_YAML_SUFFIXES = (".yaml", ".yml")
 _UPSTREAM_BEFORE = ("upstreamLock", "info", "pipeline", "inventory", "status")
 _LOCK_BEFORE = ("info", "pipeline", "inventory", "status")
 
@@ -84,12 +90,112 @@ def cloned(files: Mapping[str, str], upstream: Upstream, *, name: str | None = N
     return {**files, KPTFILE: kptfile}
 
 
-def with_package_context(files: Mapping[str, str], name: str, package_path: str = "") -> dict[str, str]:
-    """Deployment repositories: package-context.yaml regenerated (spec d.5)."""
-    data = [f"  name: {_scalar(name)}"] + ([f"  package-path: {_scalar(package_path)}"] if package_path else [])
-    text = "\n".join(["apiVersion: v1", "kind: ConfigMap", "metadata:", "  name: kptfile.kpt.dev", "  annotations:",
-                      '    config.kubernetes.io/local-config: "true"', "data:", *data]) + "\n"
-    return {**files, PACKAGE_CONTEXT: text}
+class Clones:
+    """`cloned` for a fan-out, which clones one upstream revision into many packages: the ruamel
+    round trip that points the Kptfile at the upstream (most of a clone's time) is done once per
+    upstream Kptfile and remembered, and only metadata.name is set per clone, by rewriting that
+    one scalar's characters in the text (checked by reading the result back; when that is not
+    exact, the whole edit is made the slow way)."""
+
+    def __init__(self, limit: int = 256) -> None:
+        self._pointed: dict[tuple[str, Upstream], str] = {}
+        self._limit = limit
+
+    def cloned(self, files: Mapping[str, str], upstream: Upstream, *, name: str) -> dict[str, str]:
+        """What `cloned(files, upstream, name=name)` gives; TaskError likewise."""
+        if KPTFILE not in files:
+            raise TaskError("upstream package has no Kptfile")
+        key = (files[KPTFILE], upstream)
+        pointed = self._pointed.get(key)
+        if pointed is None:
+            pointed = cloned(files, upstream)[KPTFILE]
+            if len(self._pointed) >= self._limit:
+                self._pointed.clear()
+            self._pointed[key] = pointed
+        renamed = _renamed(pointed, name)
+        if renamed is None:
+            return cloned(files, upstream, name=name)
+        return {**files, KPTFILE: renamed}
+
+
+def _renamed(text: str, name: str) -> str | None:
+    """`text` with its first document's metadata.name set to `name`, only that scalar's characters
+    rewritten; None unless that reads back as exactly the data wanted."""
+    documents = yamltext.split_documents(text)
+    first = documents[0]
+    try:
+        data = next((d for d in yamltext.load_fast(first) if d is not None), None)
+        node = yaml.compose(first, Loader=yaml.CSafeLoader)  # its marks count characters, as str does
+    except (yamltext.YamlTextError, yaml.YAMLError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("metadata"), dict):
+        return None
+    if data["metadata"].get("name") == name:
+        return text
+    value = _value_node(_value_node(node, "metadata"), "name")
+    if not isinstance(value, yaml.ScalarNode):
+        return None
+    edited = first[: value.start_mark.index] + _scalar(name) + first[value.end_mark.index :]
+    wanted = {**data, "metadata": {**data["metadata"], "name": name}}
+    try:
+        exact = [d for d in yamltext.load_fast(edited) if d is not None] == [wanted]
+    except yamltext.YamlTextError:
+        return None
+    return edited + "".join(documents[1:]) if exact else None
+
+
+def _value_node(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    return next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+
+
+def with_package_context(files: Mapping[str, str], package_path: str) -> dict[str, str]:
+    """The package context a clone into a deployment Repository gets (Porch's clone runs kpt's
+    package-context generator): every `kptfile.kpt.dev` ConfigMap in the package is dropped (a
+    file left with no document goes too), and one is written in package-context.yaml beside every
+    Kptfile, data.name being that Kptfile's metadata.name and data.package-path `package_path`
+    (Porch's spec.packageName)."""
+    out = dict(files)
+    for path, text in files.items():
+        if CONTEXT_NAME not in text or not path.endswith(_YAML_SUFFIXES) or posixpath.basename(path) == KPTFILE:
+            continue
+        documents = yamltext.split_documents(text)
+        kept = [document for document in documents if not _is_package_context(document)]
+        if len(kept) == len(documents):
+            continue
+        if any(_has_data(document) for document in kept):
+            out[path] = "".join(kept)
+        else:
+            del out[path]
+    for path in sorted(p for p in files if posixpath.basename(p) == KPTFILE):
+        directory = posixpath.dirname(path)
+        metadata = kptfile_data({KPTFILE: files[path]}).get("metadata")
+        name = (metadata.get("name") if isinstance(metadata, dict) else None) or posixpath.basename(directory)
+        data = [f"  name: {_scalar(str(name))}"]
+        if package_path:
+            data.append(f"  package-path: {_scalar(package_path)}")
+        text = "\n".join(["apiVersion: v1", "kind: ConfigMap", "metadata:", f"  name: {CONTEXT_NAME}",
+                          "  annotations:", '    config.kubernetes.io/local-config: "true"', "data:", *data]) + "\n"
+        out[posixpath.join(directory, PACKAGE_CONTEXT)] = text
+    return out
+
+
+def _is_package_context(document: str) -> bool:
+    try:
+        found = yamltext.load_fast(document)
+    except yamltext.YamlTextError:
+        return False  # not YAML: not the generator's to drop
+    return any(isinstance(data, dict) and data.get("apiVersion") == "v1" and data.get("kind") == "ConfigMap"
+               and isinstance(data.get("metadata"), dict) and data["metadata"].get("name") == CONTEXT_NAME
+               for data in found)
+
+
+def _has_data(document: str) -> bool:
+    try:
+        return any(data is not None for data in yamltext.load_fast(document))
+    except yamltext.YamlTextError:
+        return True
 
 
 def upgraded(original: Mapping[str, str], new_upstream: Mapping[str, str], local: Mapping[str, str],

@@ -1,10 +1,13 @@
 """Package revisions in one local git repository, laid out exactly as Porch lays them out.
 
 Owns: the git side of the embedded Porch for one Repository (a git repository, a branch B and an
-optional directory D): finding packages and their revisions in refs, reading and writing a
-revision's files, moving revisions through their lifecycle, and the PackageRevision metadata
-Porch keeps outside git. Leaves to its neighbours: the API objects (names, UIDs, status), tasks
-(clone, edit, upgrade), rendering, and Porch's API-level rules such as "approve only Proposed".
+optional directory D): finding packages and their revisions in refs (read by _gitlisting.py),
+reading and writing a revision's files, moving revisions through their lifecycle, and the
+PackageRevision metadata Porch keeps outside git. What never changes about a git object (a
+commit's author and tasks, a tree's files) is read once and remembered (_gitfacts.py), so a handle
+reads git again only for where refs point now. Leaves to its neighbours: the API objects (names,
+UIDs, status), tasks (clone, edit, upgrade), rendering, and Porch's API-level rules such as
+"approve only Proposed".
 
 Layout (spec porchvariant.md (d), Porch's pkg/externalrepo/git; _gitrefs.py has the ref names,
 _gitmessages.py the message bytes). A package is any directory under D holding a Kptfile (not
@@ -23,7 +26,7 @@ checked out in a working tree is not moved unless `receive.denyCurrentBranch` is
 `warn` (the working tree is never touched).
 
 Crash safety. Every change writes its objects first (blobs, trees, commit; unreferenced until the
-end, so invisible) and then moves all of its refs in one `git update-ref --stdin` transaction,
+end, so invisible) and then moves all of its refs in one `git update-ref` transaction,
 each ref with its expected old value. A process killed before the transaction leaves only
 unreferenced objects, which `git gc` prunes; a ref that moved in between makes the whole
 transaction fail with Conflict. (Git's files backend commits a transaction by renaming one lock
@@ -62,13 +65,11 @@ Proposed revision (the API layer enforces Porch's rule).
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from enum import StrEnum
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
@@ -82,6 +83,8 @@ from porchvariant.embedded._giterrors import (
     InvalidRequest,
     NotFound,
 )
+from porchvariant.embedded._gitfacts import ObjectFacts, metadata_bytes, text_of
+from porchvariant.embedded._gitlisting import Lifecycle, Probe, Revision, RevisionReader, package_name
 from porchvariant.embedded._gitmessages import PORCH_SIGNATURE, Signature, Task
 from porchvariant.embedded._gitobjects import EXEC_MODE, FILE_MODE, FILE_MODES, ObjectStore, Plan
 from porchvariant.embedded._gitrefs import KPTFILE
@@ -95,6 +98,7 @@ __all__ = [
     "InvalidRequest",
     "Lifecycle",
     "NotFound",
+    "Probe",
     "Revision",
     "Signature",
 ]
@@ -102,48 +106,7 @@ __all__ = [
 LOCK_FILE = "porchkit.lock"
 METADATA_FIELDS = ("labels", "annotations", "ownerReferences", "finalizers")
 
-_PACKAGE_CACHE_LIMIT = 100_000
 _DENY_OFF = frozenset({"ignore", "warn", "false", "no", "off", "0"})
-
-
-class Lifecycle(StrEnum):
-    DRAFT = "Draft"
-    PROPOSED = "Proposed"
-    PUBLISHED = "Published"
-    DELETION_PROPOSED = "DeletionProposed"
-
-
-@dataclass(frozen=True, slots=True)
-class Revision:
-    """One package revision as git holds it; `commit` doubles as its resourceVersion, as in Porch.
-
-    package      P, the package's full path in the repository (the directory D included)
-    name         P relative to D: the PackageRevision's spec.packageName
-    workspace    the workspace name (B for the placeholder, the trailer's for a tag)
-    revision     N for a published `P/vN`, 0 for a Draft or Proposed, -1 for the placeholder and
-                 for a tag whose last part is not a number
-    version      the tag's last part ("v3", "v2.0.0"), B for the placeholder, "" otherwise
-    ref          the full ref it lives on; ref_target what that ref points at (the commit, or an
-                 annotated tag object)
-    tree         the package directory's tree; author_email / author_time the ref's commit's author
-    """
-
-    package: str
-    name: str
-    workspace: str
-    revision: int
-    lifecycle: Lifecycle
-    version: str
-    ref: str
-    ref_target: str
-    commit: str
-    tree: str
-    author_email: str
-    author_time: int
-
-    @property
-    def is_placeholder(self) -> bool:
-        return self.ref.startswith(refs.HEADS) and self.lifecycle in (Lifecycle.PUBLISHED, Lifecycle.DELETION_PROPOSED)
 
 
 class GitPackageRepository:
@@ -174,15 +137,15 @@ class GitPackageRepository:
             raise InvalidRequest(problem)
         name, mail = messages.clean_identity(author), messages.clean_identity(email)
         self.author = Signature(name or mail, mail) if (name or mail) else PORCH_SIGNATURE
-        self.git_dir, self.bare, algorithm = open_git_dir(self.location)
+        found = open_git_dir(self.location)
+        self.git_dir, self.bare = found.path, found.bare
         self._git = Git(self.git_dir)
-        self._objects = ObjectStore(self._git, algorithm)
+        self._objects = ObjectStore(self._git, found.algorithm, found.objects)
         self._zero = "0" * (self._objects.hash_size * 2)
         self._lock = threading.RLock()
         self._lock_depth = 0
-        # Both caches hold facts about immutable commits, so they are never stale, only bounded.
-        self._package_cache: dict[tuple[str, str], str | None] = {}
-        self._discovery_cache: tuple[str, list[tuple[str, str]]] = ("", [])
+        self._facts = ObjectFacts(self._git, self._objects, self.directory, METADATA_FIELDS)
+        self._reader = RevisionReader(self._git, self._facts, branch, self.directory)
         try:
             if self._read_ref(refs.branch_ref(branch)) is None:
                 if not create_branch:
@@ -212,52 +175,11 @@ class GitPackageRepository:
     def list_revisions(self, package: str | None = None) -> list[Revision]:
         """Every revision under the directory (or of the one package P), sorted by (P, revision, ws).
 
-        One `git for-each-ref` for all refs, one `git ls-tree` for B's packages (cached per
-        commit), and one pipelined `cat-file --batch-check` for the Kptfile of every tag and draft.
+        One `git for-each-ref` for all refs (what they point at is read once, ever), the packages
+        on B (one `git ls-tree` per tip), and one pipelined `cat-file --batch-check` for the
+        Kptfile of every tag and draft not seen before.
         """
-        branch_ref = refs.branch_ref(self.branch)
-        patterns = [branch_ref, refs.DRAFTS.rstrip("/"), refs.PROPOSED.rstrip("/"),
-                    refs.DELETION_PROPOSED.rstrip("/"), refs.TAGS.rstrip("/")]
-        if package is not None:
-            patterns = [branch_ref] + [prefix + package for prefix in
-                                       (refs.DRAFTS, refs.PROPOSED, refs.DELETION_PROPOSED, refs.TAGS)]
-        tip: refs.RefInfo | None = None
-        deletion_proposed: set[str] = set()
-        found: list[tuple[refs.RefInfo, str, str, int, Lifecycle, str]] = []  # ref, P, ws, revision, lifecycle, version
-        for ref in self._for_each_ref(patterns):
-            if ref.name == branch_ref:
-                tip = ref
-            elif ref.name.startswith(refs.DELETION_PROPOSED):
-                deletion_proposed.add(ref.name[len(refs.DELETION_PROPOSED):])
-            elif ref.name.startswith((refs.DRAFTS, refs.PROPOSED)):
-                draft = ref.name.startswith(refs.DRAFTS)
-                parts = refs.split_package_ref(ref.name[len(refs.DRAFTS if draft else refs.PROPOSED):])
-                if parts and self._wanted(parts[0], package):
-                    found.append((ref, parts[0], parts[1], 0, Lifecycle.DRAFT if draft else Lifecycle.PROPOSED, ""))
-            elif ref.name.startswith(refs.TAGS):
-                parts = refs.split_package_ref(ref.name[len(refs.TAGS):])
-                if parts and self._wanted(parts[0], package):
-                    path, version = parts
-                    number = refs.revision_number(version)
-                    if number == -1:
-                        workspace = version
-                    else:
-                        workspace = messages.trailer_workspace(ref.message, path) or f"v{number}"
-                    found.append((ref, path, workspace, number, Lifecycle.PUBLISHED, version))
-        trees = self._package_trees([(ref.commit, path) for ref, path, *_ in found])
-        result = []
-        for (ref, path, workspace, number, lifecycle, version), tree in zip(found, trees, strict=True):
-            if tree is None:
-                continue  # no Kptfile there: not a package revision (Porch skips it too)
-            if version and f"{path}/{version}" in deletion_proposed:
-                lifecycle = Lifecycle.DELETION_PROPOSED
-            result.append(self._revision(path, workspace, number, lifecycle, version, ref, tree))
-        if tip is not None:
-            for path, tree in self._placeholders(tip.commit, package):
-                dp = f"{path}/{self.branch}" in deletion_proposed
-                lifecycle = Lifecycle.DELETION_PROPOSED if dp else Lifecycle.PUBLISHED
-                result.append(self._revision(path, self.branch, -1, lifecycle, self.branch, tip, tree))
-        return sorted(result, key=lambda r: (r.package, r.revision, r.workspace, r.ref))
+        return self._reader.revisions(package)
 
     def list_packages(self) -> list[str]:
         """The full paths of the packages that have at least one revision."""
@@ -276,33 +198,63 @@ class GitPackageRepository:
 
     def read_resources(self, revision: Revision) -> dict[str, str]:
         """The revision's UTF-8 text files as {path: text}; binary files are left out (see the module doc)."""
-        decoded = ((path, _text(data)) for path, _, data in self._objects.files(revision.tree))
-        return {path: text for path, text in decoded if text is not None}
+        return self._facts.text_files(revision.tree)
 
     def tasks(self, revision: Revision) -> list[Task]:
         """The revision's tasks, oldest first, from the `kpt:` trailers in its history (Porch's loadTasks)."""
-        with self._git.stream("log", "--no-color", "--format=%B%x00", revision.commit) as out:
-            return messages.tasks_from_history(_records(out), revision.package, revision.workspace)
+        return self._facts.tasks(revision.commit, revision.package, revision.workspace)
 
-    def read_metadata(self, revision: Revision) -> dict[str, Any]:
-        """The metadata stored for (P, ws): a dict with any of METADATA_FIELDS, {} if none."""
-        found = self._git.read_object(refs.metadata_ref(revision.package, revision.workspace))
-        if found is None or found[0] != "blob":
-            return {}
-        data = json.loads(found[1])
-        return {key: data[key] for key in METADATA_FIELDS if key in data}
+    def read_metadata(self, revision: Revision, *, blob: str | None = None) -> dict[str, Any]:
+        """The metadata stored for (P, ws): a dict with any of METADATA_FIELDS, {} if none.
+
+        `blob` is the id of its metadata blob when the caller has it (from `probe` or
+        `metadata_blobs`; "" for none): then nothing is read that was read before.
+        """
+        if blob is None:
+            blob = self.metadata_blobs([revision])[0]
+        return self._facts.metadata(blob) if blob else {}
+
+    def probe(self, revision: Revision) -> Probe:
+        """Whether git still holds `revision` as it was read, and its metadata blob, in one query.
+
+        Current means: its ref still points where it did (for the placeholder: B has not moved)
+        and, for a published revision, its deletionProposed marker is there exactly when it is
+        DeletionProposed. Costs one round trip to a running `git cat-file`, no new process.
+        """
+        return self._reader.probe(revision)
+
+    def metadata_blobs(self, revisions: Sequence[Revision]) -> list[str]:
+        """The id of each revision's metadata blob, "" where it has none; one batched query."""
+        return self._reader.metadata_blobs(revisions)
+
+    def metadata_blob(self, metadata: Mapping[str, Any]) -> str:
+        """The id of the blob `write_metadata(…, metadata)` stores, "" for none (computed, not read)."""
+        kept = _kept_metadata(metadata)
+        return self._objects.plan().blob(metadata_bytes(kept)) if kept else ""
+
+    def claimed(self, package: str, workspace: str) -> bool:
+        """Whether git has a ref a new revision (P, ws) would take: its draft or proposed branch,
+        the tag P/ws, or, ws being B, P on B (the placeholder). One batch query; a tag P/vN of a
+        revision published as ws is not looked for (`list_revisions(P)` finds those)."""
+        specs = [refs.draft_ref(package, workspace), refs.proposed_ref(package, workspace),
+                 refs.tag_ref(package, workspace)]
+        if workspace == self.branch:
+            specs.append(f"{refs.branch_ref(self.branch)}:{package}/{KPTFILE}")
+        return any(found is not None for found in self._git.object_info(specs))
 
     # Writing -----------------------------------------------------------------------------------
 
     def create_draft(self, package: str, workspace: str, files: Mapping[str, str | bytes],
-                     *, task: Task | None = None) -> Revision:
+                     *, task: Task | None = None, metadata: Mapping[str, Any] | None = None) -> Revision:
         """A new Draft `drafts/P/ws`: one commit on B's tip holding exactly `files` at P.
 
         `files` must include a Kptfile. Conflict if a Draft or Proposed (P, ws) already exists.
-        With B missing (an empty repository), the commit has no parent, as in Porch.
+        With B missing (an empty repository), the commit has no parent, as in Porch. `metadata`
+        (as for `write_metadata`) is stored in the same transaction.
         """
         self._check_new(package, workspace)
         contents = _encode_files(files)
+        kept = _kept_metadata(metadata or {})
         with self._exclusive():
             tip = self._read_ref(refs.branch_ref(self.branch))
             plan = self._objects.plan()
@@ -310,10 +262,14 @@ class GitPackageRepository:
             root = self._objects.replace(self._objects.root_tree(tip), package, tree, plan)
             message = messages.write_message(package, workspace, task)
             commit, when = plan.commit(root, [tip] if tip else [], message, self.author)
+            blob = plan.blob(metadata_bytes(kept)) if kept else ""
             self._objects.store(plan)
             ref = refs.draft_ref(package, workspace)
+            metadata_ref = refs.metadata_ref(package, workspace)
             self._move_refs([f"create {ref} {commit}",
-                             f"verify {refs.proposed_ref(package, workspace)} {self._zero}"])
+                             f"verify {refs.proposed_ref(package, workspace)} {self._zero}",
+                             f"update {metadata_ref} {blob}" if blob else f"delete {metadata_ref}"])
+        self._facts.made(commit, [tip] if tip else [], self.author.email, when, message, package, workspace, tree)
         return self._new_revision(package, workspace, 0, Lifecycle.DRAFT, "", ref, commit, tree, when)
 
     def write_resources(self, revision: Revision, files: Mapping[str, str | bytes], *,
@@ -331,7 +287,7 @@ class GitPackageRepository:
             for path, mode, oid in self._objects.walk(revision.tree):
                 if path in contents:
                     entries[path] = (EXEC_MODE if mode == EXEC_MODE else FILE_MODE, "")
-                elif keep_binary and (mode not in FILE_MODES or _text(self._objects.blob(oid)) is None):
+                elif keep_binary and (mode not in FILE_MODES or text_of(self._objects.blob(oid)) is None):
                     entries[path] = (mode, oid)  # kept as it is, by id
             for path, data in contents.items():
                 entries[path] = (entries.get(path, (FILE_MODE, ""))[0], plan.blob(data))
@@ -341,6 +297,8 @@ class GitPackageRepository:
             commit, when = plan.commit(root, [revision.commit], message, self.author)
             self._objects.store(plan)
             self._move_refs([f"update {revision.ref} {commit} {revision.commit}"])
+        self._facts.made(commit, [revision.commit], self.author.email, when, message, revision.package,
+                         revision.workspace, tree)
         return self._new_revision(revision.package, revision.workspace, 0, Lifecycle.DRAFT, "",
                                   revision.ref, commit, tree, when)
 
@@ -378,6 +336,8 @@ class GitPackageRepository:
             tag = refs.tag_ref(revision.package, f"v{number}")
             self._move_refs([f"update {branch_ref} {commit} {tip}", f"create {tag} {commit}",
                              f"delete {revision.ref} {revision.commit}"])
+        self._facts.made(commit, [tip, revision.commit], self.author.email, when, message, revision.package,
+                         revision.workspace, revision.tree)
         return self._new_revision(revision.package, revision.workspace, number, Lifecycle.PUBLISHED,
                                   f"v{number}", tag, commit, revision.tree, when)
 
@@ -413,38 +373,31 @@ class GitPackageRepository:
             else:
                 self._delete_placeholder(revision, [marker, metadata])
 
-    def write_metadata(self, revision: Revision, metadata: Mapping[str, Any]) -> None:
+    def write_metadata(self, revision: Revision, metadata: Mapping[str, Any]) -> str:
         """Store (P, ws)'s metadata in git, replacing what was there; an all-empty dict removes it.
 
         Only METADATA_FIELDS are kept (InvalidRequest for any other key). The last writer wins;
-        the API layer checks resourceVersions before it gets here.
+        the API layer checks resourceVersions before it gets here. Returns the id of the blob
+        now holding it, "" when there is none.
         """
-        unknown = sorted(set(metadata) - set(METADATA_FIELDS))
-        if unknown:
-            raise InvalidRequest(f"metadata fields {unknown} are not kept; only {list(METADATA_FIELDS)}")
-        kept = {key: metadata[key] for key in METADATA_FIELDS if metadata.get(key)}
+        kept = _kept_metadata(metadata)
         ref = refs.metadata_ref(revision.package, revision.workspace)
         with self._exclusive():
             if not kept:
                 self._move_refs([f"delete {ref}"])
-                return
+                return ""
             plan = self._objects.plan()
-            blob = plan.blob((json.dumps(kept, sort_keys=True, separators=(",", ":")) + "\n").encode())
+            blob = plan.blob(metadata_bytes(kept))
             self._objects.store(plan)
             self._move_refs([f"update {ref} {blob}"])
+        return blob
 
     # Internals: refs ---------------------------------------------------------------------------
 
-    def _for_each_ref(self, patterns: list[str]) -> Iterator[refs.RefInfo]:
-        return refs.parse_for_each_ref(self._git.run("for-each-ref", f"--format={refs.REF_FORMAT}", *patterns))
-
     def _read_ref(self, name: str) -> str | None:
-        out = self._git.run("for-each-ref", "--format=%(refname)%00%(objectname)", name)
-        for line in out.decode("utf-8", "surrogateescape").splitlines():
-            ref, _, target = line.partition("\0")
-            if ref == name:
-                return target
-        return None
+        """What the full ref `name` points at, asked of the running `cat-file` (no new process)."""
+        found = self._git.object_info([name])[0]
+        return found[0] if found is not None else None
 
     def _next_revision(self, package: str) -> int:
         prefix = refs.TAGS + package + "/"
@@ -498,50 +451,11 @@ class GitPackageRepository:
 
     # Internals: packages and trees -------------------------------------------------------------
 
-    def _wanted(self, package: str, only: str | None) -> bool:
-        return refs.in_directory(package, self.directory) and (only is None or package == only)
-
-    def _package_trees(self, pairs: list[tuple[str, str]]) -> list[str | None]:
-        """For each (commit, P): P's tree if P/Kptfile is a file at that commit, else None."""
-        todo = sorted({pair for pair in pairs if pair not in self._package_cache})
-        if todo and len(self._package_cache) + len(todo) > _PACKAGE_CACHE_LIMIT:
-            self._package_cache.clear()
-        if todo:
-            specs = [spec for commit, path in todo for spec in (f"{commit}:{path}", f"{commit}:{path}/{KPTFILE}")]
-            answers = self._git.object_info(specs)
-            for index, pair in enumerate(todo):
-                tree, kptfile = answers[2 * index], answers[2 * index + 1]
-                ok = tree is not None and tree[1] == "tree" and kptfile is not None and kptfile[1] == "blob"
-                self._package_cache[pair] = tree[0] if ok and tree is not None else None
-        return [self._package_cache[pair] for pair in pairs]
-
-    def _placeholders(self, commit: str, only: str | None) -> list[tuple[str, str]]:
-        if only is not None:
-            if not self._wanted(only, None):
-                return []
-            # Porch does not look for packages inside packages: no ancestor from D down may have one.
-            parts = only.split("/")
-            start = len(self.directory.split("/")) if self.directory else 0
-            ancestors = ["/".join(parts[:i]) for i in range(start, len(parts))]
-            specs = [f"{commit}:{a}/{KPTFILE}" if a else f"{commit}:{KPTFILE}" for a in ancestors]
-            if any(info is not None and info[1] == "blob" for info in self._git.object_info(specs)):
-                return []
-            tree = self._package_trees([(commit, only)])[0]
-            return [(only, tree)] if tree else []
-        if self._discovery_cache[0] != commit:
-            self._discovery_cache = (commit, self._discover(commit))  # only B's latest tip is asked for
-        return self._discovery_cache[1]
-
-    def _discover(self, commit: str) -> list[tuple[str, str]]:
-        """(P, tree) of every package on `commit` under D (one `git ls-tree -r`)."""
-        args = ["ls-tree", "-r", "-t", "-z", commit] + (["--", self.directory] if self.directory else [])
-        return refs.discover_packages(self._git.run(*args), self.directory)
-
     def _delete_placeholder(self, revision: Revision, also: list[str]) -> None:
         branch_ref = refs.branch_ref(self.branch)
         tip = self._read_ref(branch_ref)
         lines = list(also)
-        if tip is not None and self._package_trees([(tip, revision.package)])[0] is not None:
+        if tip is not None and self._facts.package_trees([(tip, revision.package)])[0] is not None:
             plan = self._objects.plan()
             root = self._objects.replace(self._objects.root_tree(tip), revision.package, None, plan)
             commit, _ = plan.commit(root, [tip], messages.delete_message(revision.package), self.author)
@@ -585,18 +499,18 @@ class GitPackageRepository:
             raise InvalidRequest(f"cannot {action} {revision.package}/{revision.workspace}: "
                                  f"it is {revision.lifecycle}, not {lifecycle}")
 
-    def _revision(self, package: str, workspace: str, number: int, lifecycle: Lifecycle, version: str,
-                  ref: refs.RefInfo, tree: str) -> Revision:
-        return Revision(package, self._name(package), workspace, number, lifecycle, version, ref.name,
-                        ref.target, ref.commit, tree, ref.author_email, ref.author_time)
-
     def _new_revision(self, package: str, workspace: str, number: int, lifecycle: Lifecycle, version: str,
                       ref: str, commit: str, tree: str, when: int) -> Revision:
-        return Revision(package, self._name(package), workspace, number, lifecycle, version, ref, commit,
-                        commit, tree, self.author.email, when)
+        return Revision(package, package_name(package, self.directory), workspace, number, lifecycle, version, ref,
+                        commit, commit, tree, self.author.email, when)
 
-    def _name(self, package: str) -> str:
-        return package[len(self.directory) + 1:] if self.directory else package
+
+
+def _kept_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(metadata) - set(METADATA_FIELDS))
+    if unknown:
+        raise InvalidRequest(f"metadata fields {unknown} are not kept; only {list(METADATA_FIELDS)}")
+    return {key: metadata[key] for key in METADATA_FIELDS if metadata.get(key)}
 
 
 def _encode_files(files: Mapping[str, str | bytes]) -> dict[str, bytes]:
@@ -613,22 +527,3 @@ def _file_path_problem(path: str) -> str | None:
     if not path or path.startswith("/") or any(p in ("", ".", "..", ".git") or "\0" in p for p in parts):
         return f"file path {path!r} must be relative, without empty, '.', '..' or '.git' parts"
     return None
-
-
-def _text(data: bytes) -> str | None:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _records(stream: Iterable[bytes]) -> Iterator[str]:
-    """NUL-terminated records of `git log --format=%B%x00`, decoded, as they arrive."""
-    pending = b""
-    for chunk in stream:
-        pending += chunk
-        *complete, pending = pending.split(b"\0")
-        for record in complete:
-            yield record.lstrip(b"\n").decode("utf-8", "replace")
-
-

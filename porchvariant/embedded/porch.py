@@ -2,50 +2,60 @@
 
 Owns: the PackageRevision and PackageRevisionResources kinds of one `EmbeddedCluster`, served
 through the cluster's storage seam (`reconcile.embedded.storage`) from the git repositories its
-`config.porch.kpt.dev/v1alpha1` Repositories name. Every request lists the Repositories of its
-namespace from the cluster, so what is served is always current; a Repository is served when it is
-`spec.type: git` and `spec.git.repo` is a local path or file:// URL (a remote URL is skipped:
-porchkit does not fetch). Names are Porch's `<repo>.<package, / → .>.<workspace>`; UIDs are
-uuid5 of namespace and name, creationTimestamp the revision's commit time, and labels, annotations,
-ownerReferences and finalizers live in git (`GitPackageRepository.write_metadata`), so a new
-EmbeddedPorch over the same repositories serves the same objects.
+`config.porch.kpt.dev/v1alpha1` Repositories name, and Porch's API rules over them. Which
+Repositories are served and how a revision is found is _porch_repos.py's; the objects' shape
+(names, UIDs, metadata kept in git, status) is _porch_objects.py's; a first task's sources are
+_porch_first_task.py's; resourceVersions and watches are _porch_events.py's. A new EmbeddedPorch
+over the same repositories serves the same objects.
 
 Promises (Porch's rules): a revision is created with one first task (init, clone, edit, upgrade;
 none means init), in the Draft lifecycle, named by the server; clone, edit and upgrade refuse a
-placeholder source with Porch's messages; Draft ⇄ Proposed, Published ⇄ DeletionProposed by
-update; Proposed → Published only through the `approval` subresource; resources change only in
-a Draft, rendered by the `Renderer` on the way in; Published revisions are deleted only once
+placeholder source with Porch's messages; a clone into a `spec.deployment` Repository gets its
+package context (package-context.yaml beside every Kptfile, with data.name and
+data.package-path); Draft ⇄ Proposed, Published ⇄ DeletionProposed by update; Proposed →
+Published only through the `approval` subresource; resources change only in a Draft, rendered by
+the `Renderer` on the way in (on create too), and a failed render refuses the write unless the
+revision is annotated PUSH_ON_RENDER_FAILURE; the renderer may run `exec:` functions only for a
+Repository annotated ALLOW_EXEC_ANNOTATION: "true"; Published revisions are deleted only once
 DeletionProposed; a stale resourceVersion is a Conflict. resourceVersions are integers of this
 process (`_porch_events`), and watches replay this process's changes.
+
+Speed: a get, and every write, reads git through running `git cat-file` and `git update-ref`
+processes and caches (objects are rebuilt only when what git holds for them changed, and are
+copied outside the lock); a list asks git for every ref; the Repository objects are read before
+the lock is taken.
 
 Deviations from Porch: no `kpt.dev/latest-revision` label, `spec.packageMetadata`, `selfLock`
 or `deployment` status; server-side apply and status updates are refused (MethodNotAllowed);
 the clone's Kptfile `metadata.name` is the last segment of the package path; a deletionTimestamp
 (a delete waiting on finalizers) is kept in memory only, so after a restart the revision is
 served again without it (the finalizers themselves are in git); changes made to git behind the
-server's back get new resourceVersions when read but no watch events.
+server's back get new resourceVersions when read but no watch events; a create does not see a
+revision published behind its back, under the same workspace name, since it last listed that
+repository (Porch's own check reads its cache, which can be as old).
 """
 
 from __future__ import annotations
 
 import builtins
 import contextlib
-import json
 import posixpath
 import threading
-import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, NamedTuple, Protocol
+from typing import Any
 
-from porchvariant.embedded import _porch_tasks as tasks
 from porchvariant.embedded import gitrepo
 from porchvariant.embedded._porch_events import Change, History, WatchStream
-from porchvariant.embedded.gitrepo import GitPackageRepository, Lifecycle, Revision
-from porchvariant.porch_client import PACKAGE_REVISION, PACKAGE_REVISION_RESOURCES, REPOSITORY
+from porchvariant.embedded._porch_first_task import FirstTasks
+from porchvariant.embedded._porch_objects import Objects, timestamp
+from porchvariant.embedded._porch_repos import ALLOW_EXEC_ANNOTATION, Found, Repo, Repositories
+from porchvariant.embedded.gitrepo import Lifecycle
+from porchvariant.embedded.render import RenderContext, Renderer, no_render
+from porchvariant.porch_client import PACKAGE_REVISION, PACKAGE_REVISION_RESOURCES
 from reconcile.cluster import (
+    Cluster,
     Kind,
     LabelSelector,
     ListResult,
@@ -70,64 +80,31 @@ from reconcile.errors import (
 from reconcile.patching import apply_patch, clone
 from reconcile.selectors import parse_fields, parse_labels
 
-__all__ = ["PACKAGE_REVISION_INFO", "PACKAGE_REVISION_RESOURCES_INFO", "PUSH_ON_RENDER_FAILURE",
-           "EmbeddedPorch", "RenderContext", "Renderer", "no_render"]
+__all__ = ["ALLOW_EXEC_ANNOTATION", "PACKAGE_REVISION_INFO", "PACKAGE_REVISION_RESOURCES_INFO",
+           "PUSH_ON_RENDER_FAILURE", "EmbeddedPorch", "RenderContext", "Renderer", "no_render"]
 
 PACKAGE_REVISION_INFO = ResourceInfo(PACKAGE_REVISION, "packagerevisions", True, frozenset({"approval"}))
 PACKAGE_REVISION_RESOURCES_INFO = ResourceInfo(PACKAGE_REVISION_RESOURCES, "packagerevisionresources", True)
 PUSH_ON_RENDER_FAILURE = "porch.kpt.dev/push-on-render-failure"
 _GROUP = "porch.kpt.dev"
 _PLURALS = {PACKAGE_REVISION: "packagerevisions", PACKAGE_REVISION_RESOURCES: "packagerevisionresources"}
-_UID_NAMESPACE = uuid.UUID("6f0c6d2e-8f55-5b1e-9d0a-706f7263686b")
-
-
-class RenderContext(NamedTuple):
-    """What a renderer is told about the package it renders."""
-
-    namespace: str
-    name: str  # the PackageRevision's name
-    repository: str
-    package: str  # spec.packageName
-    workspace: str
-
-
-class Renderer(Protocol):
-    """Runs the Kptfile pipeline: (rendered files, renderStatus `{error, result}`); a non-empty
-    `error` is a failed render."""
-
-    def __call__(self, files: Mapping[str, str], context: RenderContext) -> tuple[dict[str, str], dict[str, Any]]: ...
-
-
-def no_render(files: Mapping[str, str], context: RenderContext) -> tuple[dict[str, str], dict[str, Any]]:
-    """The default renderer: the files unchanged, an empty renderStatus."""
-    return dict(files), {}
-
-
-@dataclass(frozen=True, slots=True)
-class _Repo:
-    namespace: str
-    name: str
-    url: str  # spec.git.repo as written
-    branch: str
-    deployment: bool
-    git: GitPackageRepository
-
-    def object_name(self, revision: Revision) -> str:
-        return f"{self.name}.{revision.name.replace('/', '.')}.{revision.workspace}"
-
-    def is_placeholder(self, revision: Revision) -> bool:
-        return revision.revision == -1 and revision.workspace == self.branch
 
 
 class EmbeddedPorch:
     """The PackageRevision storage of one cluster; `close()` it (or use `with`)."""
 
-    def __init__(self, cluster: EmbeddedCluster, *, renderer: Renderer | None = None, history: int = 1000) -> None:
+    def __init__(self, cluster: EmbeddedCluster, *, renderer: Renderer | None = None, history: int = 1000,
+                 repositories_from: Cluster | None = None) -> None:
+        """Serve on `cluster` the revisions of the Repositories listed in `repositories_from`
+        (default: `cluster` itself; a real API server's, when its porch.kpt.dev group is routed
+        here by a reconcile.routing.RoutedCluster)."""
         self.cluster = cluster
         self.renderer: Renderer = renderer or no_render
         self._lock = threading.RLock()
         self._history = History(history)
-        self._open: dict[tuple[str, str], tuple[str, _Repo]] = {}  # (ns, repo) -> (spec key, repo)
+        self._repos = Repositories(repositories_from if repositories_from is not None else cluster)
+        self._objects = Objects(self._history)
+        self._first_tasks = FirstTasks(self._repos)
         self._deleting: dict[tuple[str, str], str] = {}  # (ns, name) -> deletionTimestamp
         for info in (PACKAGE_REVISION_INFO, PACKAGE_REVISION_RESOURCES_INFO):
             try:
@@ -140,9 +117,7 @@ class EmbeddedPorch:
         """End every watch and close every git repository."""
         self._history.close()
         with self._lock:
-            for _, repo in self._open.values():
-                repo.git.close()
-            self._open.clear()
+            self._repos.close()
 
     def __enter__(self) -> EmbeddedPorch:
         return self
@@ -152,25 +127,29 @@ class EmbeddedPorch:
 
     # --- reads ----------------------------------------------------------------------------------
 
+    # Built objects are never changed, only replaced, so they are copied after the lock is let go.
+
     def get(self, kind: Kind, key: ObjectKey) -> Obj | None:
+        listing = self._repos.listing(key.namespace)
         with self._lock, _git_errors():
-            found = self._find(key.namespace, key.name)
-            if found is None:
-                return None
-            return self._object(kind, *found)
+            found = self._repos.find(self._repos.of(key.namespace, listing), key.name)
+            shared = None if found is None else self._object(kind, found)
+        return None if shared is None else clone(shared)
 
     def list(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None,
              fields: str | None = None) -> ListResult:
         label_selector, field_selector = parse_labels(labels), parse_fields(fields)
+        listing = self._repos.listing(namespace)
         with self._lock, _git_errors():
-            items = []
-            for repo in self._repos(namespace):
-                for revision in repo.git.list_revisions():
-                    obj = self._object(kind, repo, revision)
+            shared = []
+            for repo in self._repos.of(namespace, listing):
+                for found in self._repos.listed(repo):
+                    obj = self._object(kind, found)
                     if label_selector.matches(obj["metadata"].get("labels")) and field_selector.matches(obj):
-                        items.append(obj)
-            items.sort(key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"]))
-            return ListResult(items, str(self._history.current))
+                        shared.append(obj)
+            version = str(self._history.current)
+        shared.sort(key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"]))
+        return ListResult([clone(obj) for obj in shared], version)
 
     def watch(self, kind: Kind, *, resource_version: str, namespace: str = "", labels: LabelSelector = None,
               fields: str | None = None, timeout: float | None = None) -> Iterator[WatchEvent]:
@@ -198,14 +177,19 @@ class EmbeddedPorch:
     def create(self, obj: Obj) -> Obj:
         if Kind.of(obj) != PACKAGE_REVISION:
             raise MethodNotAllowed(f"{Kind.of(obj).kind} cannot be created; create a PackageRevision")
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        listing = self._repos.listing(namespace)
         with self._lock, _git_errors():
-            return self._create(obj)
+            return clone(self._create(obj, self._repos.of(namespace, listing)))
 
     def update(self, obj: Obj) -> Obj:
+        key = ObjectKey.of(obj)
+        listing = self._repos.listing(key.namespace)
         with self._lock, _git_errors():
+            found = self._find(Kind.of(obj), key, self._repos.of(key.namespace, listing))
             if Kind.of(obj) == PACKAGE_REVISION_RESOURCES:
-                return self._update_resources(obj)
-            return self._update_revision(obj, subresource=None)
+                return self._update_resources(obj, found)
+            return clone(self._update_revision(obj, found, subresource=None))
 
     def update_status(self, obj: Obj) -> Obj:
         raise MethodNotAllowed("the embedded Porch computes status from the package; it cannot be updated")
@@ -214,14 +198,13 @@ class EmbeddedPorch:
               subresource: str | None = None) -> Obj:
         if subresource not in (None, "approval") or (subresource and kind != PACKAGE_REVISION):
             raise MethodNotAllowed(f"{_plural(kind)} has no subresource {subresource!r}")
+        listing = self._repos.listing(key.namespace)
         with self._lock, _git_errors():
-            current = self.get(kind, key)
-            if current is None:
-                raise _not_found(kind, key.name)
-            body = apply_patch(clone(current), patch, patch_type)
+            found = self._find(kind, key, self._repos.of(key.namespace, listing))
+            body = apply_patch(clone(self._object(kind, found)), patch, patch_type)
             if kind == PACKAGE_REVISION_RESOURCES:
-                return self._update_resources(body)
-            return self._update_revision(body, subresource=subresource)
+                return self._update_resources(body, found)
+            return clone(self._update_revision(body, found, subresource=subresource))
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = False, subresource: str | None = None) -> Obj:
         raise MethodNotAllowed("the embedded Porch does not support server-side apply; use create, update or patch")
@@ -230,12 +213,11 @@ class EmbeddedPorch:
                preconditions: Mapping[str, str] | None = None) -> Obj | None:
         if kind != PACKAGE_REVISION:
             raise MethodNotAllowed(f"{_plural(kind)} cannot be deleted; delete the PackageRevision")
+        listing = self._repos.listing(key.namespace)
         with self._lock, _git_errors():
-            found = self._find(key.namespace, key.name)
-            if found is None:
-                raise _not_found(kind, key.name)
-            repo, revision = found
-            current = self._object(kind, repo, revision)
+            found = self._find(kind, key, self._repos.of(key.namespace, listing))
+            repo, revision = found.repo, found.revision
+            current = self._object(kind, found)
             for field, wanted in (preconditions or {}).items():
                 if wanted and current["metadata"].get(field) != wanted:
                     raise Conflict(f"Precondition failed: {field} in precondition: {wanted}, "
@@ -245,16 +227,16 @@ class EmbeddedPorch:
                                  f"propose its deletion first ({Lifecycle.DELETION_PROPOSED})")
             if current["metadata"].get("finalizers"):
                 if "deletionTimestamp" not in current["metadata"]:
-                    self._deleting[(key.namespace, key.name)] = _timestamp(datetime.now(UTC).timestamp())
-                    current = self._object(kind, repo, revision)
+                    self._deleting[(key.namespace, key.name)] = timestamp(datetime.now(UTC).timestamp())
+                    current = self._object(kind, found)
                     self._history.record(kind, "MODIFIED", current)
-                return current
-            self._remove(repo, revision, current)
+                return clone(current)
+            self._remove(found, current)
             return None
 
     # --- create -----------------------------------------------------------------------------------
 
-    def _create(self, obj: Obj) -> Obj:
+    def _create(self, obj: Obj, repos: builtins.list[Repo]) -> Obj:
         meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
         namespace = str(meta.get("namespace") or "")
         package, repository = str(spec.get("packageName") or ""), str(spec.get("repository") or "")
@@ -269,98 +251,34 @@ class EmbeddedPorch:
         if len(task_list) != 1:
             raise BadRequest(f"a new PackageRevision takes exactly one first task, not {len(task_list)}")
         task = dict(task_list[0])
-        repo = self._repo(namespace, repository)
+        repo = self._repos.named(repos, repository)
         name = f"{repository}.{package.replace('/', '.')}.{workspace}"
         if meta.get("name") and meta["name"] != name:
             raise Invalid(f'metadata.name {meta["name"]!r} must be empty or {name!r}, the name Porch gives it')
-        if self._find(namespace, name) is not None:
-            raise AlreadyExists(f'{_plural(PACKAGE_REVISION)}.{_GROUP} "{name}" already exists')
-        files = self._run_task(repo, package, task)
-        context = RenderContext(namespace, name, repository, package, workspace)
-        files, _ = self._render(files, context, meta.get("annotations") or {})
         path = posixpath.join(repo.git.directory, package) if repo.git.directory else package
-        revision = repo.git.create_draft(path, workspace, files, task=task)
+        exists = AlreadyExists(f'{_plural(PACKAGE_REVISION)}.{_GROUP} "{name}" already exists')
+        if self._repos.name_taken(repo, path, workspace, name):
+            raise exists
+        files = self._first_tasks.run(repo, package, task, repos)
+        context = RenderContext(namespace, name, repository, package, workspace, repo.allow_exec)
+        files, _ = self._render(files, context, meta.get("annotations") or {})
         kept = {f: meta[f] for f in gitrepo.METADATA_FIELDS if meta.get(f)}
-        if kept:
-            repo.git.write_metadata(revision, kept)
-        created = self._object(PACKAGE_REVISION, repo, revision)
-        self._history.record(PACKAGE_REVISION, "ADDED", created)
-        resources = self._object(PACKAGE_REVISION_RESOURCES, repo, revision)
-        self._history.record(PACKAGE_REVISION_RESOURCES, "ADDED", resources)
-        return created
-
-    def _run_task(self, repo: _Repo, package: str, task: Mapping[str, Any]) -> dict[str, str]:
-        kind = task.get("type")
         try:
-            if kind == "init":
-                return tasks.init_package(posixpath.basename(package), task)
-            if kind == "clone":
-                files = self._clone(repo, package, task.get("clone") or {})
-                return tasks.with_package_context(files, posixpath.basename(package)) if repo.deployment else files
-            if kind == "edit":
-                return self._edit(repo, package, task.get("edit") or {})
-            if kind == "upgrade":
-                return self._upgrade(repo, task.get("upgrade") or {})
-        except tasks.TaskError as err:
-            raise BadRequest(str(err)) from err
-        raise BadRequest(f"unsupported first task type {kind!r} (init, clone, edit, upgrade)")
-
-    def _clone(self, repo: _Repo, package: str, clone_spec: Mapping[str, Any]) -> dict[str, str]:
-        upstream_ref = clone_spec.get("upstreamRef") or {}
-        name = posixpath.basename(package)
-        if (upstream_ref.get("upstreamRef") or {}).get("name"):
-            source, revision = self._source(repo.namespace, upstream_ref["upstreamRef"]["name"], "upstream")
-            upstream = tasks.Upstream(tasks.repo_url(source.url), revision.package, _short_ref(revision.ref),
-                                      revision.commit)
-            return tasks.cloned(source.git.read_resources(revision), upstream, name=name)
-        git = upstream_ref.get("git") or {}
-        if upstream_ref.get("type") == "git" or git:
-            if not git.get("repo") or not git.get("ref"):
-                raise BadRequest("clone from git needs upstreamRef.git.repo and upstreamRef.git.ref")
-            directory = str(git.get("directory") or "").strip("/")
-            files, commit = tasks.read_git_package(git["repo"], git["ref"], directory)
-            return tasks.cloned(files, tasks.Upstream(git["repo"], directory, git["ref"], commit), name=name)
-        raise BadRequest("clone task needs upstreamRef.upstreamRef.name or upstreamRef.git")
-
-    def _edit(self, repo: _Repo, package: str, edit: Mapping[str, Any]) -> dict[str, str]:
-        source_name = str((edit.get("sourceRef") or {}).get("name") or "")
-        source, revision = self._source(repo.namespace, source_name, "source")
-        if source.name != repo.name or revision.name != package:
-            raise BadRequest(f"source revision {source_name} is not of package {repo.name}/{package}")
-        if revision.lifecycle not in (Lifecycle.PUBLISHED, Lifecycle.DELETION_PROPOSED):
-            raise BadRequest("source revision must be published")
-        return source.git.read_resources(revision)
-
-    def _upgrade(self, repo: _Repo, upgrade: Mapping[str, Any]) -> dict[str, str]:
-        strategy = upgrade.get("strategy") or "resource-merge"
-        if strategy != "resource-merge":
-            raise BadRequest(f"upgrade strategy {strategy!r} is not supported by the embedded Porch (resource-merge)")
-        names = [str((upgrade.get(f) or {}).get("name") or "")
-                 for f in ("oldUpstreamRef", "newUpstreamRef", "localPackageRevisionRef")]
-        (old_repo, old), (new_repo, new) = (self._source(repo.namespace, n, "upstream") for n in names[:2])
-        local_repo, local = self._source(repo.namespace, names[2], "source")
-        upstream = tasks.Upstream(tasks.repo_url(new_repo.url), new.package, _short_ref(new.ref), new.commit)
-        return tasks.upgraded(old_repo.git.read_resources(old), new_repo.git.read_resources(new),
-                              local_repo.git.read_resources(local), upstream)
-
-    def _source(self, namespace: str, name: str, role: str) -> tuple[_Repo, Revision]:
-        found = self._find(namespace, name) if name else None
-        if found is None:
-            raise BadRequest(f"{role} package revision {name!r} not found in namespace {namespace!r}")
-        source, revision = found
-        if source.is_placeholder(revision):
-            raise BadRequest(f"{role} revision may not be the placeholder package revision {source.name}/{name}")
-        return found
+            revision = repo.git.create_draft(path, workspace, files, task=task, metadata=kept)
+        except gitrepo.Conflict as err:  # its draft or proposed branch appeared in the meantime
+            raise exists from err
+        found = self._repos.remember(repo, revision, repo.git.metadata_blob(kept))
+        created = self._object(PACKAGE_REVISION, found)
+        self._history.record(PACKAGE_REVISION, "ADDED", created)
+        self._history.record(PACKAGE_REVISION_RESOURCES, "ADDED", self._object(PACKAGE_REVISION_RESOURCES, found))
+        return created
 
     # --- update -----------------------------------------------------------------------------------
 
-    def _update_revision(self, obj: Obj, *, subresource: str | None) -> Obj:
+    def _update_revision(self, obj: Obj, found: Found, *, subresource: str | None) -> Obj:
         key = ObjectKey.of(obj)
-        found = self._find(key.namespace, key.name)
-        if found is None:
-            raise _not_found(PACKAGE_REVISION, key.name)
-        repo, revision = found
-        current = self._object(PACKAGE_REVISION, repo, revision)
+        repo, revision, metadata = found.repo, found.revision, found.metadata
+        current = self._object(PACKAGE_REVISION, found)
         _check_version(PACKAGE_REVISION, obj, current)
         spec, current_spec = obj.get("spec") or {}, current["spec"]
         for field in ("packageName", "repository", "workspaceName"):
@@ -372,43 +290,43 @@ class EmbeddedPorch:
             meta = obj.get("metadata") or {}
             wanted = {f: meta[f] for f in gitrepo.METADATA_FIELDS if meta.get(f)}
             if wanted != {f: current["metadata"][f] for f in gitrepo.METADATA_FIELDS if current["metadata"].get(f)}:
-                repo.git.write_metadata(revision, wanted)
+                metadata = repo.git.write_metadata(revision, wanted)
                 changed = True
         if step is not None:
             revision = getattr(repo.git, step)(revision)
             changed = True
-        updated = self._object(PACKAGE_REVISION, repo, revision)
+        if changed:
+            found = self._repos.remember(repo, revision, metadata)
+        updated = self._object(PACKAGE_REVISION, found)
         if (key.namespace, key.name) in self._deleting and not updated["metadata"].get("finalizers"):
-            self._remove(repo, revision, updated)
+            self._remove(found, updated)
             return updated
         if changed:
             self._history.record(PACKAGE_REVISION, "MODIFIED", updated)
             if step is not None:
                 self._history.record(PACKAGE_REVISION_RESOURCES, "MODIFIED",
-                                     self._object(PACKAGE_REVISION_RESOURCES, repo, revision))
+                                     self._object(PACKAGE_REVISION_RESOURCES, found))
         return updated
 
-    def _update_resources(self, obj: Obj) -> Obj:
+    def _update_resources(self, obj: Obj, found: Found) -> Obj:
         key = ObjectKey.of(obj)
-        found = self._find(key.namespace, key.name)
-        if found is None:
-            raise _not_found(PACKAGE_REVISION_RESOURCES, key.name)
-        repo, revision = found
-        _check_version(PACKAGE_REVISION_RESOURCES, obj, self._object(PACKAGE_REVISION_RESOURCES, repo, revision))
+        repo, revision = found.repo, found.revision
+        _check_version(PACKAGE_REVISION_RESOURCES, obj, self._object(PACKAGE_REVISION_RESOURCES, found))
         if revision.lifecycle != Lifecycle.DRAFT:
             raise BadRequest(f"cannot update a package revision with lifecycle value {revision.lifecycle}; "
                              "package must be Draft")
         resources = (obj.get("spec") or {}).get("resources")
         if not isinstance(resources, Mapping) or not all(isinstance(v, str) for v in resources.values()):
             raise Invalid("spec.resources must be a map of file paths to file texts")
-        annotations = self._object(PACKAGE_REVISION, repo, revision)["metadata"].get("annotations") or {}
-        context = RenderContext(key.namespace, key.name, repo.name, revision.name, revision.workspace)
+        annotations = self._object(PACKAGE_REVISION, found)["metadata"].get("annotations") or {}
+        context = RenderContext(key.namespace, key.name, repo.name, revision.name, revision.workspace,
+                                repo.allow_exec)
         files, status = self._render(resources, context, annotations)
-        revision = repo.git.write_resources(revision, files)
-        updated = self._object(PACKAGE_REVISION_RESOURCES, repo, revision)
+        found = self._repos.remember(repo, repo.git.write_resources(revision, files), found.metadata)
+        updated = self._object(PACKAGE_REVISION_RESOURCES, found)
         self._history.record(PACKAGE_REVISION_RESOURCES, "MODIFIED", updated)
-        self._history.record(PACKAGE_REVISION, "MODIFIED", self._object(PACKAGE_REVISION, repo, revision))
-        return {**updated, "status": {"renderStatus": status}}
+        self._history.record(PACKAGE_REVISION, "MODIFIED", self._object(PACKAGE_REVISION, found))
+        return {**clone(updated), "status": {"renderStatus": status}}
 
     def _render(self, files: Mapping[str, str], context: RenderContext,
                 annotations: Mapping[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
@@ -421,10 +339,12 @@ class EmbeddedPorch:
             raise Invalid(f"error rendering package {context.name}: {status['error']}")
         return rendered, dict(status)
 
-    def _remove(self, repo: _Repo, revision: Revision, last: Obj) -> None:
-        resources = self._object(PACKAGE_REVISION_RESOURCES, repo, revision)
-        repo.git.delete(revision)
+    def _remove(self, found: Found, last: Obj) -> None:
+        resources = self._object(PACKAGE_REVISION_RESOURCES, found)
+        found.repo.git.delete(found.revision)
+        self._repos.forget(found.repo, found.revision)
         namespace, name = last["metadata"]["namespace"], last["metadata"]["name"]
+        self._objects.forget(namespace, name)
         self._deleting.pop((namespace, name), None)
         self._history.forget(namespace, name)
         version = str(self._history.bump())
@@ -432,92 +352,18 @@ class EmbeddedPorch:
             stamped = {**gone["metadata"], "resourceVersion": version}
             self._history.record(kind, "DELETED", {**gone, "metadata": stamped})
 
-    # --- repositories and objects -----------------------------------------------------------------
+    # --- revisions and objects --------------------------------------------------------------------
 
-    def _repos(self, namespace: str) -> builtins.list[_Repo]:
-        """The served Repositories of the namespace ("" for all), opened on first use."""
-        try:
-            listed = self.cluster.list(REPOSITORY, namespace=namespace).items
-        except NotFound:
-            return []  # the Repository kind is not defined in this cluster
-        repos = []
-        for item in listed:
-            spec = item.get("spec") or {}
-            git = spec.get("git") or {}
-            if spec.get("type") != "git" or not git.get("repo") or tasks.local_path(str(git["repo"])) is None:
-                continue
-            meta = item["metadata"]
-            where = (str(meta.get("namespace") or ""), str(meta["name"]))
-            spec_key = json.dumps([git, bool(spec.get("deployment"))], sort_keys=True)
-            known = self._open.get(where)
-            if known is None or known[0] != spec_key:
-                if known is not None:
-                    known[1].git.close()
-                    del self._open[where]
-                try:
-                    handle = GitPackageRepository(
-                        tasks.local_path(str(git["repo"])) or "", branch=str(git.get("branch") or "main"),
-                        directory=str(git.get("directory") or ""), author=str(git.get("author") or ""),
-                        email=str(git.get("email") or ""), create_branch=bool(git.get("createBranch")))
-                except gitrepo.GitRepositoryError:
-                    continue  # not (yet) a usable repository: nothing to serve from it
-                known = (spec_key, _Repo(where[0], where[1], str(git["repo"]), handle.branch,
-                                         bool(spec.get("deployment")), handle))
-                self._open[where] = known
-            repos.append(known[1])
-        return repos
+    def _find(self, kind: Kind, key: ObjectKey, repos: builtins.list[Repo]) -> Found:
+        found = self._repos.find(repos, key.name)
+        if found is None:
+            raise _not_found(kind, key.name)
+        return found
 
-    def _repo(self, namespace: str, name: str) -> _Repo:
-        for repo in self._repos(namespace):
-            if repo.name == name:
-                return repo
-        raise NotFound(f'repositories.config.porch.kpt.dev "{name}" not found '
-                       "(or not a local git repository the embedded Porch serves)")
-
-    def _find(self, namespace: str, name: str) -> tuple[_Repo, Revision] | None:
-        for repo in self._repos(namespace):
-            if name.startswith(repo.name + "."):
-                for revision in repo.git.list_revisions():
-                    if repo.object_name(revision) == name:
-                        return repo, revision
-        return None
-
-    def _object(self, kind: Kind, repo: _Repo, revision: Revision) -> Obj:
-        name = repo.object_name(revision)
-        stored = repo.git.read_metadata(revision)
-        deleting = self._deleting.get((repo.namespace, name))
-        fingerprint = (revision.ref, revision.commit, str(revision.lifecycle),
-                       json.dumps(stored, sort_keys=True), deleting)
-        metadata: dict[str, Any] = {
-            "name": name, "namespace": repo.namespace,
-            "uid": str(uuid.uuid5(_UID_NAMESPACE, f"{repo.namespace}/{name}")),
-            "resourceVersion": str(self._history.version(repo.namespace, name, fingerprint)),
-            "creationTimestamp": _timestamp(revision.author_time), **clone(stored)}
-        if deleting:
-            metadata["deletionTimestamp"] = deleting
-        spec: dict[str, Any] = {"packageName": revision.name, "workspaceName": revision.workspace,
-                                "revision": revision.revision, "repository": repo.name}
-        files = repo.git.read_resources(revision)
-        if kind == PACKAGE_REVISION_RESOURCES:
-            return {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata,
-                    "spec": {**spec, "resources": files}, "status": {}}
-        kptfile = tasks.kptfile_data(files)
-        spec["lifecycle"] = str(revision.lifecycle)
-        spec["tasks"] = repo.git.tasks(revision)
-        gates = (kptfile.get("info") or {}).get("readinessGates")
-        if gates:
-            spec["readinessGates"] = gates
-        status: dict[str, Any] = {}
-        if kptfile.get("upstreamLock"):
-            status["upstreamLock"] = kptfile["upstreamLock"]
-        conditions = (kptfile.get("status") or {}).get("conditions")
-        if conditions:
-            status["conditions"] = conditions
-        if revision.lifecycle in (Lifecycle.PUBLISHED, Lifecycle.DELETION_PROPOSED) and revision.revision > 0:
-            status["publishedBy"] = revision.author_email
-            status["publishTimestamp"] = _timestamp(revision.author_time)
-        return {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata, "spec": spec,
-                "status": status}
+    def _object(self, kind: Kind, found: Found) -> Obj:
+        """The object of `found` (shared: copied before it leaves this class)."""
+        deleting = self._deleting.get((found.repo.namespace, found.repo.object_name(found.revision)))
+        return self._objects.get(kind, found, deleting)
 
 
 # --- helpers --------------------------------------------------------------------------------------
@@ -556,23 +402,12 @@ def _check_version(kind: Kind, obj: Obj, current: Obj) -> None:
                        "the object has been modified; please apply your changes to the latest version and try again")
 
 
-def _short_ref(ref: str) -> str:
-    for prefix in ("refs/tags/", "refs/heads/"):
-        if ref.startswith(prefix):
-            return ref[len(prefix):]
-    return ref
-
-
 def _plural(kind: Kind) -> str:
     return _PLURALS.get(kind, kind.kind.lower() + "s")
 
 
 def _not_found(kind: Kind, name: str) -> NotFound:
     return NotFound(f'{_plural(kind)}.{_GROUP} "{name}" not found')
-
-
-def _timestamp(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @contextlib.contextmanager

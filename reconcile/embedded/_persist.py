@@ -45,6 +45,7 @@ class Journal:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._file: IO[str] | None = None
         self._lines = 0
+        self.snapshot_is_current = False  # after load(): the journal added nothing to the snapshot
 
     def load(self) -> Saved:
         """What the directory holds (empty for a new directory); ServerError, naming the file (and
@@ -68,8 +69,9 @@ class Journal:
                 objects[_slot(item["group"], item["kind"], item["object"])] = item["object"]
         snapshot_revision = revision
         journal = self.directory / JOURNAL
-        if journal.exists():
-            lines = journal.read_text(encoding="utf-8").splitlines()
+        lines = journal.read_text(encoding="utf-8").splitlines() if journal.exists() else []
+        self.snapshot_is_current = snapshot.exists() and not lines
+        if lines:
             for number, line in enumerate(lines, 1):
                 try:
                     entry = json.loads(line)

@@ -81,6 +81,7 @@ class EmbeddedCluster:
         self._namespaces = Namespaces(self._engine)
         self._engine.reactors = [Defaults(), self._namespaces, Crds(self._engine), GarbageCollector(self._engine)]
         self._journal = Journal(persist_to) if persist_to is not None else None
+        self._compacted_at = -1  # the store revision of the last snapshot written
         self._closed = False
         with self._lock:
             if self._journal is not None:
@@ -90,8 +91,8 @@ class EmbeddedCluster:
                     self._engine.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
                                         manager="kube-apiserver")
             self._engine.settle()
-            if self._journal is not None:
-                self._compact(self._journal)
+            if self._journal is not None and self._store.revision != self._compacted_at:
+                self._compact(self._journal)  # fold the journal in (and drop a line a crash tore)
 
     # discovery
 
@@ -282,7 +283,8 @@ class EmbeddedCluster:
             self._closed = True
             self._hub.close()
             if self._journal is not None:
-                self._compact(self._journal)
+                if self._store.revision != self._compacted_at:  # else the snapshot is already current
+                    self._compact(self._journal)
                 self._journal.close()
 
     def __enter__(self) -> EmbeddedCluster:
@@ -352,6 +354,8 @@ class EmbeddedCluster:
         for gk, obj in saved.objects:
             self._store.restore(gk, obj)
         self._store.restore_revision(saved.revision)
+        if journal.snapshot_is_current:
+            self._compacted_at = saved.revision
         # the controllers start with a full resync, as after a restart: CRDs first (their kinds)
         for gk in sorted(self._store.group_kinds(), key=lambda g: g != CRD_GK):
             for obj in self._store.objects(gk):
@@ -362,6 +366,7 @@ class EmbeddedCluster:
         self._store.subscribe(journal.record)
 
     def _compact(self, journal: Journal) -> None:
+        self._compacted_at = self._store.revision
         objects = [(gk, obj) for gk in self._store.group_kinds() for obj in self._store.objects(gk)]
         journal.compact(self._store.revision, self._registry.registered(), objects)
 

@@ -481,6 +481,25 @@ def test_tasks_are_reconstructed_from_history_up_to_the_first_clone(bare: Path) 
         assert restarted.tasks(restarted.get_revision("p", "second")) == [edit]
 
 
+def test_a_handle_that_did_not_write_a_history_reads_the_same_tasks_as_git_log(bare: Path) -> None:
+    init, render = {"type": "init", "init": {"description": "d"}}, {"type": "render"}
+    edit = {"type": "edit", "edit": {"sourceRef": {"name": "repo-p-v1"}}}
+    with GitPackageRepository(bare, create_branch=True) as writer:
+        draft = writer.create_draft("p", "ws", {"Kptfile": kptfile("p")}, task=init)
+        draft = writer.write_resources(draft, {"Kptfile": kptfile("p"), "a.txt": "a\n"}, task=render)
+        draft = writer.write_resources(draft, {"Kptfile": kptfile("p"), "b.txt": "b\n"})
+        published = writer.approve(writer.write_resources(
+            writer.create_draft("p", "pub", {"Kptfile": kptfile("p")}, task=init), {"Kptfile": kptfile("p")},
+            task=render))
+        second = writer.write_resources(writer.create_draft("p", "next", {"Kptfile": kptfile("p")}, task=edit),
+                                        {"Kptfile": kptfile("p"), "c.txt": "c\n"})
+    for revision, expected in ((draft, [init, render]), (published, [init, render]), (second, [edit])):
+        log = git(bare, "log", "--no-color", "--format=%B%x00", revision.commit).split("\0")
+        assert _gitmessages.tasks_from_history((m.lstrip("\n") for m in log), "p", revision.workspace) == expected
+        with GitPackageRepository(bare) as reader:  # nothing remembered: reads the history itself
+            assert reader.tasks(revision) == expected
+
+
 def test_deletion_is_proposed_with_a_branch_and_a_published_revision_deleted_by_its_tag(
         repo: GitPackageRepository, bare: Path) -> None:
     published = repo.approve(repo.create_draft("p", "ws", {"Kptfile": kptfile("p")}))
@@ -743,7 +762,7 @@ def test_no_git_process_outlives_the_handle(bare: Path) -> None:
         draft = handle.create_draft("p", "ws", {"Kptfile": kptfile("p")})
         handle.read_resources(handle.approve(draft))
         handle.tasks(handle.get_revision("p", "ws"))
-        assert len(git_children()) == 2          # the two cat-file processes, reused by every read
+        assert len(git_children()) == 3          # two cat-files and an update-ref, reused by every call
     assert git_children() == []
     forgotten = GitPackageRepository(bare)       # never closed: reaped when collected
     forgotten.list_revisions()

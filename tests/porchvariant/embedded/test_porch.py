@@ -1,24 +1,18 @@
 """The embedded Porch serves PackageRevisions from real git repositories, driven through PorchClient.
 
-Each test has an upstream repository `catalog` (package `web`, published as `web/v1` by
-GitPackageRepository) and an empty downstream repository `deploy`, both bare repositories under
-tmp_path, registered as Repository objects in namespace `team` of an EmbeddedCluster.
+Each test has an upstream repository `catalog` (package `web`, published as `web/v1`) and an
+empty downstream repository `deploy` (the `env` fixture, porch_env.py).
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
-from porchvariant import yamltext
-from porchvariant.embedded.gitrepo import GitPackageRepository
 from porchvariant.embedded.porch import PUSH_ON_RENDER_FAILURE, EmbeddedPorch, RenderContext
 from porchvariant.porch_client import (
     PACKAGE_REVISION,
@@ -32,106 +26,16 @@ from porchvariant.porch_client import (
 from reconcile import EmbeddedCluster, ObjectKey
 from reconcile.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid
 from reconcile.informer import Informer
-
-ENV = {**os.environ, "GIT_AUTHOR_NAME": "Someone", "GIT_AUTHOR_EMAIL": "someone@example.com",
-       "GIT_COMMITTER_NAME": "Someone", "GIT_COMMITTER_EMAIL": "someone@example.com"}
-NS = "team"
-KPTFILE = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: web  # the web package\n"
-CONFIGMAP = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n"
-             "data:\n  color: blue\n  size: small\n")
-
-
-def git(repo: Path, *args: str) -> str:
-    run = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=ENV)
-    assert run.returncode == 0, run.stderr
-    return run.stdout
-
-
-def seed(tmp: Path, name: str, files: Mapping[str, str]) -> Path:
-    work = tmp / f"{name}-work"
-    work.mkdir()
-    git(work, "init", "-q", "-b", "main")
-    for path, text in files.items():
-        (work / path).parent.mkdir(parents=True, exist_ok=True)
-        (work / path).write_text(text)
-    git(work, "add", "-A")
-    git(work, "commit", "-q", "-m", "seed")
-    bare = tmp / f"{name}.git"
-    git(tmp, "clone", "-q", "--bare", str(work), str(bare))
-    return bare
-
-
-def crd(kind: str, plural: str, group: str) -> dict[str, Any]:
-    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
-                     "versions": [{"name": "v1alpha1", "served": True, "storage": True, "schema": schema}]}}
-
-
-def repository(name: str, repo: str, **git_spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "Repository",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"type": "git", "git": {"repo": repo, "branch": "main", **git_spec}}}
-
-
-class Env:
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.catalog = seed(tmp, "catalog", {"web/Kptfile": KPTFILE, "web/cm.yaml": CONFIGMAP})
-        self.deploy = seed(tmp, "deploy", {"README.md": "deployments\n"})
-        with GitPackageRepository(self.catalog) as repo:
-            draft = repo.create_draft("web", "v1", {"Kptfile": KPTFILE, "cm.yaml": CONFIGMAP})
-            repo.approve(draft)
-        self.cluster, self.porch, self.client = self.start()
-
-    def start(self, renderer: Any = None) -> tuple[EmbeddedCluster, EmbeddedPorch, PorchClient]:
-        cluster = EmbeddedCluster()
-        cluster.create(crd("Repository", "repositories", "config.porch.kpt.dev"))
-        cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-        cluster.create(repository("catalog", str(self.catalog)))
-        cluster.create(repository("deploy", f"file://{self.deploy}"))
-        cluster.create(repository("remote", "https://example.com/remote.git"))
-        return cluster, EmbeddedPorch(cluster, renderer=renderer), PorchClient(cluster)
-
-    def close(self) -> None:
-        self.porch.close()
-        self.cluster.close()
-
-    def clone(self, workspace: str = "prod", upstream: str = "catalog.web.v1", **kw: Any) -> dict[str, Any]:
-        return self.client.create_revision(NS, repository="deploy", package="web", workspace=workspace,
-                                           task=clone_task(upstream), **kw)
-
-    def publish(self, revision: dict[str, Any]) -> dict[str, Any]:
-        return self.client.approve(self.client.propose(revision))
-
-    def files(self, revision: dict[str, Any]) -> dict[str, str]:
-        resources = self.client.resources(revision)
-        assert resources is not None
-        return dict(resources["spec"]["resources"])
-
-    def write(self, revision: dict[str, Any], change: Callable[[dict[str, str]], None]) -> dict[str, Any]:
-        resources = self.client.resources(revision)
-        assert resources is not None
-        files = dict(resources["spec"]["resources"])
-        change(files)
-        return self.client.update_resources(resources, files)[1]
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[Env]:
-    made = Env(tmp_path)
-    yield made
-    made.close()
-
-
-def kptfile_of(files: Mapping[str, str]) -> dict[str, Any]:
-    return yamltext.load_objects(files["Kptfile"])[0][1]
-
-
-def configmap_data(files: Mapping[str, str]) -> dict[str, Any]:
-    return dict(yamltext.load_objects(files["cm.yaml"])[0][1]["data"])
+from tests.porchvariant.embedded.porch_env import (
+    CONFIGMAP,
+    NS,
+    Env,
+    configmap_data,
+    crd,
+    git,
+    kptfile_of,
+    repository,
+)
 
 
 def test_lists_the_placeholder_and_published_revisions_of_local_repositories(env: Env) -> None:
