@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 GROUPS: dict[str, tuple[str, str]] = {
     "pipeline": ("deltapipe.cli", "run Δ pipelines over manifests, offline"),
     "fn": ("krmfn.cli", "KRM functions for kpt (kpt fn eval --exec 'porchkit fn NAME')"),
-    "variants": ("porchvariant.cli", "PackageVariants and PackageVariantSets: preview what a set renders"),
+    "variants": ("porchvariant.cli", "PackageVariants and PackageVariantSets: preview, or reconcile over local git"),
     "manager": ("reconcile.cli", "run controllers in one process (in a cluster, or on the embedded API server)"),
 }
 
@@ -34,10 +34,20 @@ GROUPS: dict[str, tuple[str, str]] = {
 # building that name's controllers from a reconcile.manager.Manager. The face keeps this list
 # because reconcile/ cannot import the parts that define controllers; a module is imported only
 # when its name is selected.
-CONTROLLERS: dict[str, str] = {}
+CONTROLLERS: dict[str, str] = {
+    "packagevariant": "porchvariant.manager:package_variant_controllers",
+    "packagevariantset": "porchvariant.manager:package_variant_set_controllers",
+}
+
+# porchkit's own KRM functions, run in-process by the embedded Porch when kpt is not installed
+# (porchvariant may not import krmfn): "module:function" returning {exec command: function}.
+IN_PROCESS_FUNCTIONS = "krmfn.inprocess:in_process_functions"
 
 # Parser defaults the face hands to a group's commands.
-GROUP_DEFAULTS: dict[str, dict[str, object]] = {"manager": {"controller_factories": CONTROLLERS}}
+GROUP_DEFAULTS: dict[str, dict[str, object]] = {
+    "manager": {"controller_factories": CONTROLLERS},
+    "variants": {"in_process_functions": IN_PROCESS_FUNCTIONS},
+}
 
 
 def build_parser(group: str | None = None) -> tuple[argparse.ArgumentParser, ModuleType | None]:

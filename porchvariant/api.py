@@ -434,10 +434,22 @@ class PackageVariantSetSpec(_Model):
     targets: list[Target] | None = None
 
 
+class PackageVariantSetTargetStatus(_Model):
+    """One PackageVariant a set generates: its downstream and its readiness (a porchkit addition)."""
+
+    name: str | None = None
+    repo: str | None = None
+    package: str | None = None
+    ready: str | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
 class PackageVariantSetStatus(_Model):
-    """Conditions (Stalled, Ready)."""
+    """Conditions (Stalled, Ready) and the PackageVariants generated, one per target."""
 
     conditions: list[Condition] | None = None
+    package_variants: list[PackageVariantSetTargetStatus] | None = None
 
 
 class PackageVariantSet(_Model):
@@ -474,11 +486,12 @@ def _policy(spec: PackageVariantSpec | Mapping[str, Any] | None, key: str) -> An
 # The models as openAPIV3Schema
 
 
-def structural_schema(model: type[BaseModel]) -> dict[str, Any]:
+def structural_schema(model: type[BaseModel], *, shared: bool = False) -> dict[str, Any]:
     """`model`'s shape as a CRD's openAPIV3Schema without descriptions: `type`, `properties`,
     sorted `required`, `items`, `additionalProperties`, `enum`, value constraints and the
-    `x-kubernetes-*` markers. A fresh copy each call."""
-    return copy.deepcopy(_cached_schema(model))
+    `x-kubernetes-*` markers. A fresh copy each call, unless `shared`: then one dict for every
+    caller, which must only read it."""
+    return _cached_schema(model) if shared else copy.deepcopy(_cached_schema(model))
 
 
 @functools.cache

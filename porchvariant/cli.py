@@ -1,26 +1,41 @@
 """`porchkit variants ...`: PackageVariants and PackageVariantSets on the command line.
 
     porchkit variants render -f PVS.yaml -f DIR ...   # the PackageVariants the sets would produce
+    porchkit variants reconcile -f DIR [--state DIR] [--approve]   # run the controllers locally, over git
 
 `render` reads every object it is given, renders each PackageVariantSet among them against the
 Repositories, PackageRevisions and other objects beside it, and prints the PackageVariants as a
 YAML stream. Nothing is written anywhere. Objects without a namespace are read as `default`'s,
 as `kubectl apply -f` would place them. An invalid set, a template error or an unreadable file is
 one line on stderr and exit status 1.
+
+`reconcile` runs the PackageVariant and PackageVariantSet controllers over the objects in the
+manifests, with the package revisions served from the git repositories their Repositories name
+(porchvariant.local), prints a table of the package revisions created or changed, and exits 1 if
+a PackageVariant or set is Stalled or not Ready (each named on stderr). Kptfile pipelines run
+through kpt when it is on PATH, else porchkit's own functions run in-process
+(`in_process_functions`, handed over by porchkit's face as "module:function").
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 import yaml
 
 from porchvariant.errors import PorchVariantError
 from porchvariant.manifests import Manifest, read_manifests
+from reconcile.errors import ReconcileError
 
-USER_ERRORS = (PorchVariantError,)
+if TYPE_CHECKING:
+    from porchvariant.local import RevisionChange
+
+USER_ERRORS: tuple[type[BaseException], ...] = (PorchVariantError, ReconcileError)
 
 NAMESPACED = {"PackageVariantSet", "PackageVariant", "Repository", "PackageRevision"}
 
@@ -34,6 +49,22 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     render.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="PATH",
                         help="a manifest file, a directory (read recursively), or - for stdin; repeatable")
     render.set_defaults(run=render_files)
+    reconcile = commands.add_parser(
+        "reconcile", help="run the PackageVariant controllers over manifests and local git repositories",
+        description="Load the manifests into an embedded API server, serve Porch's API from the git "
+                    "repositories their Repositories name, run the PackageVariant and PackageVariantSet "
+                    "controllers until they are idle, and print the package revisions they created or changed.")
+    reconcile.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="PATH",
+                           help="a manifest file, a directory (read recursively), or - for stdin; repeatable")
+    reconcile.add_argument("--state", type=Path, metavar="DIR",
+                           help="keep the embedded API server's objects in DIR between runs (without it, "
+                                "each run starts from the manifests alone and cannot tell its own "
+                                "package revisions from others')")
+    reconcile.add_argument("--approve", action="store_true",
+                           help="propose and approve the drafts of Ready PackageVariants whose readiness gates are met")
+    reconcile.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                           help="give up when the controllers are still busy after this long (default 600)")
+    reconcile.set_defaults(run=reconcile_files)
 
 
 def render_files(args: argparse.Namespace) -> int:
@@ -42,6 +73,41 @@ def render_files(args: argparse.Namespace) -> int:
     yaml.dump_all(variants, sys.stdout, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
                   explicit_start=True)
     return 0
+
+
+def reconcile_files(args: argparse.Namespace) -> int:
+    from porchvariant.embedded.render import PipelineRenderer
+    from porchvariant.local import reconcile_manifests
+
+    manifests = read_manifests(args.files)
+    renderer = PipelineRenderer(in_process=_in_process_functions(getattr(args, "in_process_functions", "")))
+    run = reconcile_manifests(manifests, state=args.state, approve=args.approve, renderer=renderer,
+                              timeout=args.timeout)
+    print_changes(run.changes, sys.stdout)
+    for problem in run.problems:
+        print(f"porchkit: {problem}", file=sys.stderr)
+    return 1 if run.problems else 0
+
+
+def print_changes(changes: Sequence[RevisionChange], out: IO[str]) -> None:
+    """The table of changed package revisions, or one line saying there were none."""
+    if not changes:
+        print("no package revisions created or changed", file=out)
+        return
+    header = ("REPOSITORY", "PACKAGE", "WORKSPACE", "REVISION", "LIFECYCLE", "READY", "CHANGE", "VARIANT")
+    rows = [header, *((c.repository, c.package, c.workspace, str(c.revision or "-"), c.lifecycle,
+                       "yes" if c.ready else "no", c.change, c.variant or "-") for c in changes)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)
+
+
+def _in_process_functions(spec: str) -> dict[str, Any]:
+    """The in-process KRM functions "module:function" names (a function returning them), or none."""
+    if not spec:
+        return {}
+    module_name, _, function_name = spec.partition(":")
+    return dict(getattr(importlib.import_module(module_name), function_name)())
 
 
 def render_sets(manifests: list[Manifest], *, warn: Any = None) -> list[dict[str, Any]]:

@@ -35,7 +35,7 @@ from typing import Any
 from porchvariant import yamltext
 from porchvariant.errors import MutationError
 
-__all__ = ["CONFIG_INJECTION", "INJECTED_RESOURCE", "inject"]
+__all__ = ["CONFIG_INJECTION", "INJECTED_RESOURCE", "inject", "injection_point_types", "record_in_kptfile"]
 
 CONFIG_INJECTION = "kpt.dev/config-injection"
 INJECTED_RESOURCE = "kpt.dev/injected-resource"
@@ -89,13 +89,19 @@ def inject(
     conditions = sorted((_condition(p) for p in points), key=lambda c: c["type"])
     gates = [{"conditionType": t} for t in sorted({p.condition_type for p in points if p.required})]
     if KPTFILE in out:
-        out[KPTFILE] = _record_in_kptfile(out[KPTFILE], conditions, gates, prr)
+        out[KPTFILE] = record_in_kptfile(out[KPTFILE], conditions, gates, prr)
     elif points:
         raise MutationError(f"\"{KPTFILE}\" not found in PackageRevisionResources '{prr}'")
     return out, conditions, gates
 
 
 # --- finding and checking points ----------------------------------------------------------------------
+
+
+def injection_point_types(resources: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The (apiVersion, kind) of the package's injection points, sorted: the kinds whose in-cluster
+    objects `inject` needs. Raises MutationError where `inject` would, for a file that is not YAML."""
+    return sorted({(_text_of(p.obj.get("apiVersion")), _text_of(p.obj.get("kind"))) for p in _find_points(resources)})
 
 
 def _find_points(resources: Mapping[str, str]) -> list[_Point]:
@@ -214,7 +220,7 @@ def _write_injected(text: str, points: list[_Point]) -> str:
     return text if new_text == text else new_text
 
 
-def _record_in_kptfile(text: str, conditions: list[dict[str, str]], gates: list[dict[str, str]], prr: str) -> str:
+def record_in_kptfile(text: str, conditions: list[dict[str, str]], gates: list[dict[str, str]], prr: str) -> str:
     """The Kptfile with the gates added and the conditions upserted (Porch's
     setInjectionPointConditionsAndGates); `text` itself if it had them all already."""
     try:

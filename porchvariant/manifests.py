@@ -36,7 +36,8 @@ class Manifest:
 
     def describe(self) -> str:
         """`file: Kind namespace/name`, how messages name this object."""
-        metadata = self.obj.get("metadata") or {}
+        metadata = self.obj.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
         name = "/".join(part for part in (metadata.get("namespace"), metadata.get("name")) if part)
         return f"{self.source}: {self.kind or 'object'} {name or '(unnamed)'}"
 

@@ -74,7 +74,7 @@ _TYPES = {"object": "object", "array": "list", "string": "string", "integer": "i
 
 
 def _shape_problems(spec: Any, model: type[BaseModel]) -> list[str]:
-    return _check(spec, structural_schema(model), "spec")
+    return _check(spec, structural_schema(model, shared=True), "spec")
 
 
 def _check(value: Any, schema: Mapping[str, Any], path: str) -> list[str]:

@@ -1,0 +1,116 @@
+"""The controllers running under a Manager, reacting to changes as they happen (no restart in between)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from porchvariant.embedded.gitrepo import GitPackageRepository, Lifecycle
+from porchvariant.local import serve_porch
+from porchvariant.manager import package_variant_controllers, package_variant_set_controllers
+from porchvariant.packagevariant_controller import PACKAGE_VARIANT
+from porchvariant.packagevariantset_controller import PACKAGE_VARIANT_SET
+from reconcile import EmbeddedCluster, Kind, ObjectKey, conditions
+from reconcile.events import EventRecorder
+from reconcile.manager import Manager
+from tests.porchvariant.variants_support import NS, Repos, configmap, package_variant
+
+CONFIGMAP = Kind("v1", "ConfigMap")
+
+
+class Live:
+    def __init__(self, repos: Repos) -> None:
+        self.repos = repos
+        self.cluster = EmbeddedCluster()
+        self.porch = serve_porch(self.cluster)
+        self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        for repository in repos.repositories():
+            self.cluster.create(repository)
+        self.manager = Manager(self.cluster, events=EventRecorder(self.cluster, "porchkit-test"))
+        self.manager.add(package_variant_controllers(self.manager))
+        self.manager.add(package_variant_set_controllers(self.manager))
+        self.thread = threading.Thread(target=self.manager.run)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.manager.stop()
+        self.thread.join(10)
+        self.porch.close()
+        self.cluster.close()
+
+    def drafts(self, repo: str) -> list[str]:
+        with GitPackageRepository(self.repos.deployments[repo]) as git:
+            return [git.read_resources(r)["region.yaml"] for r in git.list_revisions("web")
+                    if r.lifecycle == Lifecycle.DRAFT]
+
+
+def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.02)
+    return found
+
+
+@pytest.fixture(name="live")
+def live_fixture(tmp_path: Path) -> Iterator[Live]:
+    running = Live(Repos(tmp_path, deployments=("prod", "dev")))
+    yield running
+    running.stop()
+
+
+def test_editing_an_injected_configmap_updates_the_draft_without_a_restart(live: Live) -> None:
+    live.cluster.create(configmap("region-eu", name="eu-west"))
+    live.cluster.create(package_variant("web-prod", injectors=[{"kind": "ConfigMap", "name": "region-eu"}]))
+    eventually(lambda: any("eu-west" in text for text in live.drafts("prod")))
+
+    current = live.cluster.get(CONFIGMAP, ObjectKey(NS, "region-eu"))
+    assert current is not None
+    live.cluster.update({**current, "data": {"name": "eu-central"}})
+    eventually(lambda: any("eu-central" in text for text in live.drafts("prod")))
+    assert len(live.drafts("prod")) == 1  # the draft was updated in place, no second one
+
+
+def test_a_newly_labelled_repository_gets_its_variant_and_the_set_reports_each_target(live: Live) -> None:
+    live.cluster.create({"apiVersion": "config.porch.kpt.dev/v1alpha2", "kind": "PackageVariantSet",
+                         "metadata": {"name": "web", "namespace": NS},
+                         "spec": {"upstream": {"repo": "catalog", "package": "web", "revision": 1},
+                                  "targets": [{"repositorySelector": {"matchLabels": {"tier": "edge"}}}]}})
+    for name in ("prod", "dev"):
+        repo = live.cluster.get(Kind("config.porch.kpt.dev/v1alpha1", "Repository"), ObjectKey(NS, name))
+        assert repo is not None
+        live.cluster.update({**repo, "metadata": {**repo["metadata"], "labels": {"tier": "edge"}}})
+
+    def reported() -> list[dict[str, Any]] | None:
+        pvs = live.cluster.get(PACKAGE_VARIANT_SET, ObjectKey(NS, "web"))
+        entries = ((pvs or {}).get("status") or {}).get("packageVariants") or []
+        return entries if len(entries) == 2 and all(e["ready"] == "True" for e in entries) else None
+
+    entries = eventually(reported)
+    assert sorted((e["name"], e["repo"], e["package"], e["reason"]) for e in entries) == [
+        ("web-dev-web", "dev", "web", "NoErrors"), ("web-prod-web", "prod", "web", "NoErrors")]
+    pv = live.cluster.get(PACKAGE_VARIANT, ObjectKey(NS, "web-prod-web"))
+    assert pv is not None and conditions.is_true(pv, "Ready")
+    assert [t["name"] for t in pv["status"]["downstreamTargets"]] == ["prod.web.packagevariant-1"]
+
+
+def test_a_stalled_variant_is_told_once_as_a_warning_event(live: Live) -> None:
+    live.cluster.create(package_variant("web-prod", downstream="nowhere"))
+
+    def warnings() -> list[dict[str, Any]]:
+        return [e for e in live.cluster.list(Kind("v1", "Event"), namespace=NS).items
+                if e["involvedObject"]["name"] == "web-prod" and e["type"] == "Warning"]
+
+    [event] = eventually(warnings)
+    assert event["reason"] == "RepositoryNotFound"
+    assert event["message"] == 'downstream repository "nowhere" not found in namespace "team"'
+    pv = live.cluster.get(PACKAGE_VARIANT, ObjectKey(NS, "web-prod"))
+    assert pv is not None
+    live.cluster.update({**pv, "metadata": {**pv["metadata"], "labels": {"touched": "yes"}}})  # another pass
+    time.sleep(0.5)
+    assert len(warnings()) == 1 and warnings()[0].get("count", 1) == 1
