@@ -14,8 +14,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The quickstart (testdata/quickstart): blueprint and edge git repositories built in build/quickstart,
+# then `porchkit variants reconcile` publishes a variant per edge repository, finds nothing to do
+# the second time, and drafts upgrades when the set moves to the blueprint's next revision.
 run: setup
-	$(VENV)/bin/porchkit pipeline eval -p testdata/deltapipe/endpoints/pipeline.yaml testdata/deltapipe/endpoints/objects.yaml
+	bash testdata/quickstart/run.sh $(VENV)/bin
 
 test: setup
 	$(PY) -m pytest -q
