@@ -84,6 +84,9 @@ def reconcile_files(args: argparse.Namespace) -> int:
     run = reconcile_manifests(manifests, state=args.state, approve=args.approve, renderer=renderer,
                               timeout=args.timeout)
     print_changes(run.changes, sys.stdout)
+    if args.state is None and run.changes:
+        print("porchkit: note: without --state, a later run cannot tell these package revisions are its "
+              "variants' own, and makes new ones", file=sys.stderr)
     for problem in run.problems:
         print(f"porchkit: {problem}", file=sys.stderr)
     return 1 if run.problems else 0

@@ -30,9 +30,10 @@ or `deployment` status; server-side apply and status updates are refused (Method
 the clone's Kptfile `metadata.name` is the last segment of the package path; a deletionTimestamp
 (a delete waiting on finalizers) is kept in memory only, so after a restart the revision is
 served again without it (the finalizers themselves are in git); changes made to git behind the
-server's back get new resourceVersions when read but no watch events; a create does not see a
-revision published behind its back, under the same workspace name, since it last listed that
-repository (Porch's own check reads its cache, which can be as old).
+server's back get new resourceVersions when read but no watch events, and so do the revisions of
+a Repository registered after a watch began (a list shows them; Porch announces them); a create
+does not see a revision published behind its back, under the same workspace name, since it last
+listed that repository (Porch's own check reads its cache, which can be as old).
 """
 
 from __future__ import annotations

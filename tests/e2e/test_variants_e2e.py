@@ -73,14 +73,18 @@ class Controllers:
     def __init__(self, kube: Cluster, repos: Repos, namespace: str) -> None:
         self.kube, self.repos, self.namespace = kube, repos, namespace
         self.embedded = EmbeddedCluster()
+        # the embedded server checks namespaces like any other: the test's must exist there too
+        self.embedded.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         self.porch = EmbeddedPorch(self.embedded, repositories_from=kube)
+        # Repositories first: the embedded Porch announces no watch events for the revisions of a
+        # Repository registered while an informer already watches (its list would show them).
+        for repository in repos.repositories():
+            kube.create({**repository, "metadata": {**repository["metadata"], "namespace": namespace}})
         self.manager = Manager(RoutedCluster(kube, {"porch.kpt.dev": self.embedded}))
         self.manager.add(package_variant_controllers(self.manager))
         self.manager.add(package_variant_set_controllers(self.manager))
         self.thread = threading.Thread(target=self.manager.run, name="variants-e2e")
         self.thread.start()
-        for repository in repos.repositories():
-            kube.create({**repository, "metadata": {**repository["metadata"], "namespace": namespace}})
 
     def stop(self) -> None:
         self.manager.stop()

@@ -209,3 +209,10 @@ def test_malformed_metadata_is_one_clear_error_naming_the_file(repos: Repos, met
     with pytest.raises(PorchVariantError) as caught:
         run(repos, *repos.repositories(), broken)
     assert "manifest-" in str(caught.value) and words in str(caught.value)
+
+
+def test_a_run_leaves_no_git_process_behind(repos: Repos) -> None:
+    from tests.porchvariant.embedded.test_gitrepo import git_children
+
+    run(repos, *repos.repositories(), package_variant("web-prod"), approve=True)
+    assert git_children() == []

@@ -88,3 +88,11 @@ def test_a_run_killed_midway_and_restarted_leaves_one_complete_draft_per_variant
         for draft in drafts:
             context = yaml.safe_load(git.read_resources(draft)["package-context.yaml"])
             assert context["data"]["n"] == str(int(draft.name[-2:]))  # mutated, not left half-done
+
+
+def test_without_state_the_run_warns_that_ownership_is_not_kept(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    repos = Repos(tmp_path)
+    folder = write_manifests(tmp_path / "manifests", [*repos.repositories(), package_variant("web-prod")])
+    assert main(["variants", "reconcile", "-f", str(folder)]) == 0
+    assert "without --state" in capsys.readouterr().err
