@@ -67,8 +67,6 @@ class PackageVariantController:
         self.porch = PorchClient(cluster)
         self.controller: Controller | None = None
         self._created = _RecentlyCreated(clock)
-        self._watched_kinds: set[Kind] = set()
-        self._lock = threading.Lock()
 
     def reconcile(self, key: ObjectKey) -> Outcome:
         pv = self.cluster.get(PACKAGE_VARIANT, key)
@@ -242,17 +240,11 @@ class PackageVariantController:
 
     def _watch(self, kind: Kind) -> None:
         """Wake the PackageVariants with injectors in an object's namespace when it changes."""
-        with self._lock:
-            if kind in self._watched_kinds or self.controller is None:
-                return
-            self._watched_kinds.add(kind)
-        queue = self.controller.queue
+        if self.controller is not None:
+            self.controller.watch_more(self.cache, Watches(kind, self._injecting_beside))
 
-        def wake(old: Obj | None, new: Obj | None) -> None:
-            for key in _with_injectors(self.cache, _namespace(new or old or {})):
-                queue.add(key)
-
-        self.cache.informer(kind).add_handler(wake)
+    def _injecting_beside(self, obj: Obj) -> list[ObjectKey]:
+        return _with_injectors(self.cache, _namespace(obj))
 
     # --- writes ---------------------------------------------------------------------------------
 

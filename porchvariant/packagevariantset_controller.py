@@ -64,7 +64,6 @@ class PackageVariantSetController:
     def __init__(self, cluster: Cluster, cache: InformerCache, clock: Clock) -> None:
         self.cluster, self.cache, self.clock = cluster, cache, clock
         self.controller: Controller | None = None
-        self._watched_kinds: set[Kind] = set()
         self._lock = threading.Lock()
         # Rendering a thousand targets takes a while and every PackageVariant status change wakes
         # the set: keep the last rendering per set with a fingerprint of its inputs.
@@ -206,18 +205,12 @@ class PackageVariantSetController:
 
     def _watch(self, kind: Kind) -> None:
         """Wake every set in an object's namespace when an object of `kind` changes."""
-        with self._lock:
-            if kind in self._watched_kinds or self.controller is None:
-                return
-            self._watched_kinds.add(kind)
-        queue = self.controller.queue
+        if self.controller is not None:
+            self.controller.watch_more(self.cache, Watches(kind, self._sets_beside))
 
-        def wake(old: Obj | None, new: Obj | None) -> None:
-            namespace = ((new or old or {}).get("metadata") or {}).get("namespace", "")
-            for pvs in self.cache.list(PACKAGE_VARIANT_SET, namespace):
-                queue.add(ObjectKey.of(pvs))
-
-        self.cache.informer(kind).add_handler(wake)
+    def _sets_beside(self, obj: Obj) -> list[ObjectKey]:
+        namespace = (obj.get("metadata") or {}).get("namespace", "")
+        return [ObjectKey.of(pvs) for pvs in self.cache.list(PACKAGE_VARIANT_SET, namespace)]
 
 
 def package_variant_set_controller(cluster: Cluster, cache: InformerCache, clock: Clock, *,

@@ -147,6 +147,8 @@ class Controller:
     metrics: Metrics = field(default_factory=_NoMetrics)
     events: EventRecorder | None = None
     queue: WorkQueue[ObjectKey] = field(init=False)
+    _late: set[tuple[Kind, str]] = field(init=False, default_factory=set)
+    _late_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.queue = WorkQueue(name=self.name, clock=self.clock, metrics=_QueueRelay(self))
@@ -162,6 +164,17 @@ class Controller:
             informer.add_handler(self._handler(watch, informer))
             used.append(informer)
         return used
+
+    def watch_more(self, informers: Informers, watch: Watch) -> None:
+        """Start one more watch while running, for a kind learnt from the objects themselves (an
+        injected kind, an objectSelector's). Once per kind and namespace; later calls do nothing."""
+        with self._late_lock:
+            if (watch.kind, watch.namespace) in self._late:
+                return
+            self._late.add((watch.kind, watch.namespace))
+        informer = informers.informer(watch.kind, namespace=watch.namespace, labels=watch.labels,
+                                      metadata_only=watch.metadata_only)
+        informer.add_handler(self._handler(watch, informer))
 
     def _handler(self, watch: Watch, informer: Informer) -> Callable[[Obj | None, Obj | None], None]:
         def enqueue(old: Obj | None, new: Obj | None) -> None:

@@ -1,4 +1,5 @@
-"""A PackageVariant's upgrade draft against `kpt pkg update` on the same three versions.
+"""The controllers' git output read by the real kpt: `kpt pkg get` of a published downstream, and an
+upgrade draft against `kpt pkg update` on the same three versions.
 
 The downstream is published from upstream revision 1 with local changes (its package context and
 an injected region), then the variant moves to revision 2, which changes another file. kpt gets
@@ -53,3 +54,24 @@ def test_an_upgrade_draft_matches_kpt_pkg_update(tmp_path: Path) -> None:
 
     assert "size: large" in ours["app.yaml"] and "name: eu-west" in ours["region.yaml"]
     assert as_data(ours) == as_data(theirs)
+
+
+def test_kpt_pkg_get_reads_a_downstream_the_controllers_published(tmp_path: Path) -> None:
+    kpt = kpt_binary()
+    repos = Repos(tmp_path)
+    pv = package_variant("web-prod", packageContext={"data": {"env": "prod"}})
+    reconcile_manifests(manifests(*repos.repositories(), pv), state=tmp_path / "state", approve=True)
+    prod = repos.deployments["prod"]
+    with GitPackageRepository(prod) as git:
+        [published] = [r for r in git.list_revisions("web")
+                       if r.lifecycle == Lifecycle.PUBLISHED and not r.is_placeholder]
+        ours = git.read_resources(published)
+    assert published.revision == 1
+
+    work = tmp_path / "kpt"
+    work.mkdir()
+    checked(kpt, "pkg", "get", f"file://{prod}/web@web/v1", "web", cwd=work)  # kpt names the Kptfile after it
+    theirs = read_tree(work / "web")
+    assert sorted(theirs) == sorted(ours)
+    assert yaml.safe_load(theirs["package-context.yaml"])["data"]["env"] == "prod"
+    assert as_data(theirs) == as_data(ours)

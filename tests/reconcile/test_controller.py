@@ -107,6 +107,25 @@ def test_watches_map_other_kinds_to_keys(stop: Started) -> None:
     eventually(lambda: ObjectKey("default", "from-secret") in seen)
 
 
+def test_a_watch_added_while_running_maps_its_kind_once_however_often_it_is_asked(stop: Started) -> None:
+    cluster = EmbeddedCluster()
+    seen: list[ObjectKey] = []
+    mapped: list[str] = []
+    controller = Controller("cm", CONFIGMAP, lambda key: seen.append(key) or Done())
+    cache = start(cluster, controller, stop)
+
+    def to_key(obj: dict[str, object]) -> list[ObjectKey]:
+        mapped.append(str(obj["metadata"]["name"]))  # type: ignore[index]
+        return [ObjectKey("default", "from-secret")]
+
+    for _ in range(3):
+        controller.watch_more(cache, Watches(SECRET, to_key))
+    cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}})
+    eventually(lambda: ObjectKey("default", "from-secret") in seen)
+    time.sleep(0.1)
+    assert mapped == ["s"]
+
+
 def test_a_failing_reconcile_is_retried_with_growing_delays_and_recovers() -> None:
     clock = FakeClock()
     calls: list[float] = []
