@@ -71,7 +71,10 @@ def _build_blueprints(bare: Path) -> None:
         _git("-c", "init.defaultBranch=main", "init", "--quiet", str(work))
         for revision, directory, date in BLUEPRINT_REVISIONS:
             shutil.rmtree(work / PACKAGE, ignore_errors=True)
-            shutil.copytree(HERE / "blueprint" / directory, work / PACKAGE)
+            # Plain copies, with new modification times: copytree keeps the old ones, and a file of
+            # the same size and time as the one it replaces (v1 -> v2 of a one-character change)
+            # looks unchanged to git's index, which would commit v1's text as v2's.
+            shutil.copytree(HERE / "blueprint" / directory, work / PACKAGE, copy_function=shutil.copyfile)
             _git("add", "--all", cwd=work)
             _commit(work, _approval_message(PACKAGE, f"v{revision}", revision), date)
             _git("tag", f"{PACKAGE}/v{revision}", cwd=work)  # lightweight, as Porch tags
