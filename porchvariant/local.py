@@ -72,12 +72,14 @@ class LocalRun:
     problems: list[str]
 
 
-def serve_porch(cluster: EmbeddedCluster, renderer: Renderer | None = None) -> EmbeddedPorch:
-    """Install the CRDs the controllers need (where missing) and serve Porch's API from git."""
+def serve_porch(cluster: EmbeddedCluster, renderer: Renderer | None = None, *,
+                announce_every: float | None = None) -> EmbeddedPorch:
+    """Install the CRDs the controllers need (where missing) and serve Porch's API from git
+    (`announce_every`: see EmbeddedPorch; a local run registers its Repositories first)."""
     for crd in crds():
         if cluster.get(CRD, ObjectKey("", crd["metadata"]["name"])) is None:
             cluster.create(crd)
-    return EmbeddedPorch(cluster, renderer=renderer)
+    return EmbeddedPorch(cluster, renderer=renderer, announce_every=announce_every)
 
 
 def reconcile_manifests(manifests: Sequence[Manifest], *, state: Path | None = None, approve: bool = False,

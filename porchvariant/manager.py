@@ -20,6 +20,7 @@ from reconcile.manager import Manager
 
 __all__ = ["package_variant_controllers", "package_variant_set_controllers"]
 
+ANNOUNCE_EVERY = 5.0  # seconds between the embedded Porch's looks for Repositories come or gone
 _serving = threading.Lock()
 
 
@@ -46,4 +47,6 @@ def _serve_porch_if_embedded(manager: Manager) -> None:
         from porchvariant.embedded.render import PipelineRenderer
         from porchvariant.local import serve_porch
 
-        serve_porch(cluster, PipelineRenderer())  # lives as long as the process: the manager has no close hook
+        # Lives as long as the process (the manager has no close hook). Repositories come and go
+        # while the controllers watch, so the embedded Porch announces them.
+        serve_porch(cluster, PipelineRenderer(), announce_every=ANNOUNCE_EVERY)

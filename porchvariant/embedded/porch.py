@@ -31,7 +31,8 @@ the clone's Kptfile `metadata.name` is the last segment of the package path; a d
 (a delete waiting on finalizers) is kept in memory only, so after a restart the revision is
 served again without it (the finalizers themselves are in git); changes made to git behind the
 server's back get new resourceVersions when read but no watch events, and so do the revisions of
-a Repository registered after a watch began (a list shows them; Porch announces them); a create
+a Repository registered after a watch began unless `announce_every` is set (a list shows them;
+Porch announces them); a create
 does not see a revision published behind its back, under the same workspace name, since it last
 listed that repository (Porch's own check reads its cache, which can be as old).
 """
@@ -95,10 +96,12 @@ class EmbeddedPorch:
     """The PackageRevision storage of one cluster; `close()` it (or use `with`)."""
 
     def __init__(self, cluster: EmbeddedCluster, *, renderer: Renderer | None = None, history: int = 1000,
-                 repositories_from: Cluster | None = None) -> None:
+                 repositories_from: Cluster | None = None, announce_every: float | None = None) -> None:
         """Serve on `cluster` the revisions of the Repositories listed in `repositories_from`
         (default: `cluster` itself; a real API server's, when its porch.kpt.dev group is routed
-        here by a reconcile.routing.RoutedCluster)."""
+        here by a reconcile.routing.RoutedCluster). With `announce_every` (seconds), a thread
+        calls `announce_repositories` that often, for servers whose Repositories come and go
+        while informers watch."""
         self.cluster = cluster
         self.renderer: Renderer = renderer or no_render
         self._lock = threading.RLock()
@@ -113,12 +116,49 @@ class EmbeddedPorch:
                 cluster.serve(info.kind, self)  # already defined (a CRD): take it over
             except NotFound:
                 cluster.serve(info, self)
+        self._announced: dict[tuple[str, str], list[tuple[Kind, Obj]]] | None = None
+        self._stop = threading.Event()
+        if announce_every is not None:
+            self.announce_repositories()  # what is served now is what watchers can list
+            threading.Thread(target=self._announce_loop, args=(announce_every,), name="porch-announce",
+                             daemon=True).start()
 
     def close(self) -> None:
         """End every watch and close every git repository."""
+        self._stop.set()
         self._history.close()
         with self._lock:
             self._repos.close()
+
+    def announce_repositories(self) -> None:
+        """Watch events for the revisions of Repositories registered (ADDED) or gone (DELETED) since
+        the last call; the first call only takes note of what is served. Porch announces a new
+        Repository's packages; without this, a watch begun before it was registered never sees them."""
+        listing = self._repos.listing("")
+        with self._lock, _git_errors():
+            served = {(repo.namespace, repo.name): [(kind, self._object(kind, found))
+                                                    for found in self._repos.listed(repo)
+                                                    for kind in (PACKAGE_REVISION, PACKAGE_REVISION_RESOURCES)]
+                      for repo in self._repos.of("", listing)}
+            if self._announced is not None:
+                for key in served.keys() - self._announced.keys():
+                    for kind, obj in served[key]:
+                        self._history.record(kind, "ADDED", obj)
+                for key in self._announced.keys() - served.keys():
+                    versions: dict[str, str] = {}  # one per revision, shared by its two kinds
+                    for kind, obj in self._announced[key]:
+                        name = obj["metadata"]["name"]
+                        version = versions.setdefault(name, str(self._history.bump()))
+                        self._history.record(kind, "DELETED", {**obj, "metadata": {**obj["metadata"],
+                                                                                  "resourceVersion": version}})
+            self._announced = served
+
+    def _announce_loop(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                self.announce_repositories()
+            except ApiError:  # the Repositories could not be listed this time; try again next time
+                continue
 
     def __enter__(self) -> EmbeddedPorch:
         return self

@@ -75,16 +75,16 @@ class Controllers:
         self.embedded = EmbeddedCluster()
         # the embedded server checks namespaces like any other: the test's must exist there too
         self.embedded.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-        self.porch = EmbeddedPorch(self.embedded, repositories_from=kube)
-        # Repositories first: the embedded Porch announces no watch events for the revisions of a
-        # Repository registered while an informer already watches (its list would show them).
-        for repository in repos.repositories():
-            kube.create({**repository, "metadata": {**repository["metadata"], "namespace": namespace}})
+        # Repositories are registered after the controllers started watching: the embedded Porch
+        # announces their revisions (announce_every), as Porch does.
+        self.porch = EmbeddedPorch(self.embedded, repositories_from=kube, announce_every=0.2)
         self.manager = Manager(RoutedCluster(kube, {"porch.kpt.dev": self.embedded}))
         self.manager.add(package_variant_controllers(self.manager))
         self.manager.add(package_variant_set_controllers(self.manager))
         self.thread = threading.Thread(target=self.manager.run, name="variants-e2e")
         self.thread.start()
+        for repository in repos.repositories():
+            kube.create({**repository, "metadata": {**repository["metadata"], "namespace": namespace}})
 
     def stop(self) -> None:
         self.manager.stop()
