@@ -22,6 +22,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from deltapipe.values import copy_tree
 from krmfn import results
 from krmfn.cli import FUNCTIONS
 from krmfn.errors import KrmfnError
@@ -55,7 +56,7 @@ class _InProcess:
     def __call__(self, resource_list: Obj) -> Obj:
         items = resource_list.get("items") or []
         config = resource_list.get("functionConfig")
-        rl = ResourceList(_copy(items), _copy(config) if config is not None else None)
+        rl = ResourceList(copy_tree(items), copy_tree(config) if config is not None else None)
         try:
             returned = self._load()(rl)
             if returned is not None and returned is not rl:
@@ -86,18 +87,9 @@ def _reported(rl: ResourceList) -> list[results.Result]:
 
 def _failed(items: list[Obj], rl: ResourceList, extra: results.Result | None) -> Obj:
     """The input items as they came (the function worked on copies), its results, and `extra`."""
-    return _output(_copy(items), _reported(rl) + ([extra] if extra is not None else []))
+    return _output(copy_tree(items), _reported(rl) + ([extra] if extra is not None else []))
 
 
 def _output(items: list[Obj], reported: list[results.Result]) -> Obj:
     return {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": items,
             "results": [r.to_dict() for r in reported]}
-
-
-def _copy(value: Any) -> Any:
-    """A deep copy of plain data (dicts, lists, scalars)."""
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value

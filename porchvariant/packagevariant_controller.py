@@ -195,7 +195,7 @@ class PackageVariantController:
         order): those of its upstream and downstream packages and those it owns, from the cache's
         indexes, plus those created here that the cache does not show yet."""
         revisions = self.cache.informer(PACKAGE_REVISION)
-        packages = {_package_key(pv, (pv.get("spec") or {}).get(role)) for role in ("upstream", "downstream")}
+        packages = {_package_key(pv, _spec(pv).get(role)) for role in ("upstream", "downstream")}
         uid = str((pv.get("metadata") or {}).get("uid") or "")
         found = {_name(pr): pr for key in packages for pr in revisions.by_index(_PACKAGE, key)}
         found.update((_name(pr), pr) for pr in revisions.by_index("owner", uid))
@@ -262,8 +262,10 @@ class PackageVariantController:
 
     def _write_status(self, pv: Obj, status: _Status) -> None:
         events = self.controller.events if self.controller is not None else None
-        for message, reason in {m: r for r, m in reversed(status.warnings)}.items():  # one per message, first reason
-            if events is not None:
+        told: set[str] = set()
+        for reason, message in status.warnings:
+            if events is not None and message not in told:  # Stalled and Ready often say the same
+                told.add(message)
                 try:
                     events.record(PACKAGE_VARIANT, ObjectKey.of(pv), "Warning", reason, message)
                 except Exception:  # an Event is best effort
@@ -285,8 +287,8 @@ def package_variant_controller(cluster: Cluster, cache: InformerCache, clock: Cl
     reconciler = PackageVariantController(cluster, cache, clock)
     cache.informer(PACKAGE_REVISION).add_index(_PACKAGE, lambda pr: [_revision_package_key(pr)])
     variants = cache.informer(PACKAGE_VARIANT)
-    variants.add_index(_UPSTREAM, lambda pv: [_package_key(pv, (pv.get("spec") or {}).get("upstream"))])
-    variants.add_index(_DOWNSTREAM, lambda pv: [_package_key(pv, (pv.get("spec") or {}).get("downstream"))])
+    variants.add_index(_UPSTREAM, lambda pv: [_package_key(pv, _spec(pv).get("upstream"))])
+    variants.add_index(_DOWNSTREAM, lambda pv: [_package_key(pv, _spec(pv).get("downstream"))])
 
     def concerned(pr: Obj) -> list[ObjectKey]:
         namespace, key = _namespace(pr), _revision_package_key(pr)
@@ -308,8 +310,15 @@ def package_variant_controller(cluster: Cluster, cache: InformerCache, clock: Cl
 _UPSTREAM, _DOWNSTREAM, _PACKAGE = "upstream-package", "downstream-package", "package"
 
 
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """obj.spec, or an empty one when it is not a mapping: mappers and indexes see objects before
+    validation does, and must not fail on them (a failing index stops the informer's watch)."""
+    spec = obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
 def _revision_package_key(pr: Mapping[str, Any]) -> str:
-    spec = pr.get("spec") or {}
+    spec = _spec(pr)
     return f"{_namespace(pr)}/{spec.get('repository')}/{spec.get('packageName')}"
 
 
@@ -412,7 +421,7 @@ def _with_mutations_condition(files: Mapping[str, str], status: str, reason: str
 
 def _with_injectors(cache: InformerCache, namespace: str) -> list[ObjectKey]:
     return [ObjectKey.of(pv) for pv in cache.list(PACKAGE_VARIANT, namespace)
-            if (pv.get("spec") or {}).get("injectors")]
+            if _spec(pv).get("injectors")]
 
 
 def _logged(write: Any, what: str, obj: Mapping[str, Any]) -> bool:

@@ -20,6 +20,7 @@ import contextlib
 import copy
 import logging
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from porchvariant.errors import PorchVariantError
@@ -146,7 +147,7 @@ class PackageVariantSetController:
     def _ensure(self, pvs: Obj, wanted: list[dict[str, Any]]) -> None:
         """Create, update and delete the set's PackageVariants, matched by identifier."""
         name = pvs["metadata"]["name"]
-        existing = {package_variant_identifier(name, pv.get("spec") or {}): pv for pv in self._owned(pvs)}
+        existing = {package_variant_identifier(name, _spec(pv)): pv for pv in self._owned(pvs)}
         desired = {package_variant_identifier(name, pv["spec"]): pv for pv in wanted}
         for identifier, pv in existing.items():
             if identifier not in desired:
@@ -226,7 +227,7 @@ def package_variant_set_controller(cluster: Cluster, cache: InformerCache, clock
     def upstream_of(pr: Obj) -> list[ObjectKey]:
         """Only a revision of a set's upstream package can change what the set renders (Porch wakes
         every set of the namespace on any PackageRevision change)."""
-        spec = pr.get("spec") or {}
+        spec = _spec(pr)
         package = (spec.get("repository"), spec.get("packageName"))
         namespace = (pr.get("metadata") or {}).get("namespace", "")
         return [ObjectKey.of(pvs) for pvs in cache.list(PACKAGE_VARIANT_SET, namespace)
@@ -276,5 +277,11 @@ def _versions(objects: list[Obj]) -> tuple[tuple[str, str, str], ...]:
 
 
 def _upstream_package(pvs: Obj) -> tuple[Any, Any]:
-    upstream = (pvs.get("spec") or {}).get("upstream") or {}
-    return upstream.get("repo"), upstream.get("package")
+    upstream = _spec(pvs).get("upstream")
+    return (upstream.get("repo"), upstream.get("package")) if isinstance(upstream, Mapping) else (None, None)
+
+
+def _spec(obj: Obj) -> Mapping[str, Any]:
+    """obj.spec, or an empty one when it is not a mapping (mappers see objects before validation)."""
+    spec = obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}

@@ -33,6 +33,7 @@ from typing import Any
 from porchvariant import cel
 from porchvariant.errors import TemplateError
 from reconcile.errors import BadRequest
+from reconcile.patching import clone
 from reconcile.selectors import LabelSelector, parse_labels
 
 Obj = Mapping[str, Any]
@@ -336,7 +337,7 @@ class _Renderer:
 
     def _function(self, fixed: dict[str, Any], config_map: _Map, target: Target,
                   bound: cel.Bindings | None) -> dict[str, Any]:
-        function = _clone(fixed)
+        function = clone(fixed)
         if overlaid := self._overlay(config_map, target, bound):
             function["configMap"] = overlaid
         return function
@@ -488,15 +489,6 @@ def _view(obj: Obj) -> dict[str, Any]:
     metadata = _metadata(obj)
     return {"name": metadata.get("name", ""), "namespace": metadata.get("namespace", ""),
             "labels": metadata.get("labels") or {}, "annotations": metadata.get("annotations") or {}}
-
-
-def _clone(value: Any) -> Any:
-    """A deep copy of plain YAML data (dicts, lists, scalars); far cheaper than copy.deepcopy."""
-    if isinstance(value, dict):
-        return {key: _clone(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_clone(item) for item in value]
-    return value
 
 
 def _metadata(obj: Obj) -> Obj:

@@ -15,8 +15,10 @@ from __future__ import annotations
 import threading
 import time
 
+from reconcile.cluster import ObjectKey
 from reconcile.errors import ReconcileError
 from reconcile.manager import Manager
+from reconcile.workqueue import WorkQueue
 
 __all__ = ["run_until_idle"]
 
@@ -56,8 +58,7 @@ def _wait_idle(manager: Manager, runner: threading.Thread, quiet: float, horizon
     idle_since: float | None = None
     while True:
         now = time.monotonic()
-        busy = any(len(c.queue) or c.queue.in_flight() or (due := c.queue.next_due()) is not None and due <= horizon
-                   for c in manager.controllers)
+        busy = any(_busy(c.queue, horizon) for c in manager.controllers)
         if busy:
             idle_since = None
         elif idle_since is None:
@@ -69,3 +70,9 @@ def _wait_idle(manager: Manager, runner: threading.Thread, quiet: float, horizon
         if now > deadline:
             raise ReconcileError(f"the controllers were still busy after {timeout:g}s")
         time.sleep(_POLL)
+
+
+def _busy(queue: WorkQueue[ObjectKey], horizon: float) -> bool:
+    """A key ready or due within `horizon` seconds, or one being reconciled."""
+    due = queue.next_due()
+    return bool(len(queue) or queue.in_flight() or (due is not None and due <= horizon))

@@ -216,3 +216,11 @@ def test_a_run_leaves_no_git_process_behind(repos: Repos) -> None:
 
     run(repos, *repos.repositories(), package_variant("web-prod"), approve=True)
     assert git_children() == []
+
+
+def test_a_variant_whose_spec_is_not_a_mapping_is_stalled_not_a_stuck_watch(repos: Repos) -> None:
+    pv = package_variant("web-prod")
+    pv["spec"] = "hello"  # stored: the embedded server does not check a CRD schema's types
+    result = run(repos, *repos.repositories(), pv)
+    assert result.problems == [f"PackageVariant {NS}/web-prod is Stalled (ValidationError): "
+                               "spec: must be an object, not a string"]
