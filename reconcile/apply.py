@@ -235,8 +235,9 @@ def _merge_list(observed: list[Any], last: list[Any], desired: list[Any]) -> lis
 
 
 def _list_map_key(*lists: list[Any]) -> str | None:
-    """The first MERGE_KEYS field every item of every list has, with values unique within each
-    list; None when an item is not an object or there is no such field (also for empty lists)."""
+    """The first MERGE_KEYS field every item of every list has, with values non-null and unique
+    within each list; None when an item is not an object or there is no such field (also for
+    empty lists)."""
     common: set[str] | None = None
     for items in lists:
         for item in items:
@@ -250,6 +251,10 @@ def _list_map_key(*lists: list[Any]) -> str | None:
 
 
 def _unique(items: list[dict[str, Any]], key: str) -> bool:
+    """Whether `key` names each item once: present, not null (a null is removed by the merge, so
+    it cannot name an item), and different in every item."""
+    if any(item[key] is None for item in items):
+        return False
     texts = [_key_text(item[key]) for item in items]
     return len(texts) == len(set(texts))
 

@@ -8,6 +8,7 @@ they are spelled `cache.get`/`cache.list`, never to be mistaken for a live `clus
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
 import time
@@ -77,6 +78,11 @@ class InformerCache:
     def list(self, kind: Kind, namespace: str = "", *, metadata_only: bool = False) -> list[Obj]:
         """The cached objects of `kind` (in `namespace`, or everywhere); see `_reader`."""
         return self._reader(kind, metadata_only).list(namespace)
+
+    def by_index(self, kind: Kind, index: str, value: str, *, metadata_only: bool = False) -> builtins.list[Obj]:
+        """The cached objects of `kind` whose index `index` holds `value` ("owner" and "namespace"
+        are built in: the children of an owner uid, say); see `_reader`."""
+        return self._reader(kind, metadata_only).by_index(index, value)
 
     def stop(self, timeout: float = 5.0) -> bool:
         """After the `stop` event given to `start` is set: end every watch and wait up to `timeout`

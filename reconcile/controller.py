@@ -8,7 +8,9 @@ never reconciled twice at once and a burst of changes collapses into one call.
 
 Outcomes (see outcome.py): Done forgets the key's back-off; RequeueAfter forgets it and re-adds
 the key after the delay; Terminal is recorded (log, an Event, metrics) and not retried; any
-other exception is retried with per-key exponential back-off. Each reconcile reports one result
+other exception is retried with per-key exponential back-off. The Event's reason is
+"ReconcileFailed" (Terminal) or "ReconcileError", unless the exception has an `event_reason`
+(a DecoratorController's hook failure is a "SyncError", as Metacontroller names it). Each reconcile reports one result
 to `metrics`: "success", "requeue_after", "error" or "terminal_error" (controller-runtime's
 labels, except that it counts a terminal error as "error" plus a terminal-error counter: see
 metrics.py). Every log line written during a reconcile, by whatever logger, carries the
@@ -27,7 +29,7 @@ from typing import Any, Protocol
 from reconcile import logs
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Kind, Obj, ObjectKey
-from reconcile.errors import ApiError, Terminal
+from reconcile.errors import ReconcileError, Terminal
 from reconcile.informer import Informer
 from reconcile.objects import controller_of
 from reconcile.outcome import Done, Outcome, RequeueAfter
@@ -47,13 +49,16 @@ class Watch:
     """A watched kind and how its objects map to primary keys (`to_keys` gets the primary kind).
 
     `namespace` and `labels` narrow the informer; `metadata_only` caches just the metadata, for
-    kinds whose objects are only mapped to keys (children found by owner, say)."""
+    kinds whose objects are only mapped to keys (children found by owner, say). `changes`, when
+    given, says whether a change `(old, new)` is worth a reconcile at all (a status-only update,
+    say, may not be): changes it refuses map to no keys."""
 
     kind: Kind
     to_keys: Callable[[Obj, Kind], Iterable[ObjectKey]]
     namespace: str = ""
     labels: Any = None
     metadata_only: bool = False
+    changes: Callable[[Obj | None, Obj | None], bool] | None = None
 
 
 def For(kind: Kind, **scope: Any) -> Watch:  # noqa: N802 - reads as a declaration: For(DEPLOYMENT)
@@ -79,6 +84,9 @@ def Watches(kind: Kind, mapper: Mapper, **scope: Any) -> Watch:  # noqa: N802
 class Informers(Protocol):
     def informer(self, kind: Kind, *, namespace: str = "", labels: Any = None,
                  metadata_only: bool = False) -> Informer: ...
+
+
+Handler = Callable[[Obj | None, Obj | None], None]
 
 
 class Metrics(QueueMetrics, Protocol):
@@ -138,10 +146,14 @@ class _QueueRelay:
 
 @dataclass
 class Controller:
+    """Reconciles keys of `kind`. Its own objects are watched with `For(kind)` unless `primary`
+    says otherwise (a filter on changes, a narrower scope, a custom mapping)."""
+
     name: str
     kind: Kind
     reconcile: Reconcile
     watches: Sequence[Watch] = ()
+    primary: Watch | None = None
     workers: int = 1
     clock: Clock = SYSTEM_CLOCK
     metrics: Metrics = field(default_factory=_NoMetrics)
@@ -149,6 +161,7 @@ class Controller:
     queue: WorkQueue[ObjectKey] = field(init=False)
     _late: set[tuple[Kind, str]] = field(init=False, default_factory=set)
     _late_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _bound: list[tuple[Informer, Handler]] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.queue = WorkQueue(name=self.name, clock=self.clock, metrics=_QueueRelay(self))
@@ -158,12 +171,17 @@ class Controller:
     def bind(self, informers: Informers) -> list[Informer]:
         """Subscribe to the informers of the primary kind and every watch; returns them."""
         used = []
-        for watch in (For(self.kind), *self.watches):
-            informer = informers.informer(watch.kind, namespace=watch.namespace, labels=watch.labels,
-                                          metadata_only=watch.metadata_only)
-            informer.add_handler(self._handler(watch, informer))
-            used.append(informer)
+        for watch in (self.primary or For(self.kind), *self.watches):
+            used.append(self._subscribe(informers, watch))
         return used
+
+    def unbind(self) -> None:
+        """Unsubscribe from every informer `bind` and `watch_more` subscribed to (the informers
+        themselves keep running: they are shared)."""
+        with self._late_lock:
+            bound, self._bound = self._bound, []
+        for informer, handler in bound:
+            informer.remove_handler(handler)
 
     def watch_more(self, informers: Informers, watch: Watch) -> None:
         """Start one more watch while running, for a kind learnt from the objects themselves (an
@@ -172,12 +190,23 @@ class Controller:
             if (watch.kind, watch.namespace) in self._late:
                 return
             self._late.add((watch.kind, watch.namespace))
+        self._subscribe(informers, watch)
+
+    def _subscribe(self, informers: Informers, watch: Watch) -> Informer:
         informer = informers.informer(watch.kind, namespace=watch.namespace, labels=watch.labels,
                                       metadata_only=watch.metadata_only)
-        informer.add_handler(self._handler(watch, informer))
+        handler = self._handler(watch, informer)
+        with self._late_lock:
+            self._bound.append((informer, handler))
+        informer.add_handler(handler)
+        return informer
 
-    def _handler(self, watch: Watch, informer: Informer) -> Callable[[Obj | None, Obj | None], None]:
+    def _handler(self, watch: Watch, informer: Informer) -> Handler:
+        wanted = watch.changes
+
         def enqueue(old: Obj | None, new: Obj | None) -> None:
+            if wanted is not None and not wanted(old, new):
+                return
             # Changes found by a list (start-up, relist) go in at low priority, so that live
             # changes overtake the flood.
             low = informer.listing
@@ -222,13 +251,13 @@ class Controller:
         except Terminal as err:
             self.queue.forget(key)
             log.warning("%s %s: %s (not retried)", self.name, key, err)
-            self._record(key, "Warning", "ReconcileFailed", str(err))
+            self._record(key, "Warning", getattr(err, "event_reason", "ReconcileFailed"), str(err))
             return TERMINAL_ERROR
         except Exception as err:
             self.queue.add_rate_limited(key)
             log.error("%s %s: %s (retry %d, with back-off)", self.name, key, err, self.queue.num_requeues(key),
-                      exc_info=not isinstance(err, ApiError))
-            self._record(key, "Warning", "ReconcileError", str(err))
+                      exc_info=not isinstance(err, ReconcileError))
+            self._record(key, "Warning", getattr(err, "event_reason", "ReconcileError"), str(err))
             return ERROR
         self.queue.forget(key)
         if isinstance(outcome, RequeueAfter):

@@ -141,6 +141,12 @@ class Informer:
         finally:
             self._listing.on = False
 
+    def remove_handler(self, handler: Handler) -> None:
+        """Stop calling `handler` (a controller removed while the cache runs); unknown ones are ignored."""
+        with self._lock:
+            if handler in self._handlers:
+                self._handlers.remove(handler)
+
     @property
     def listing(self) -> bool:
         """True while this thread's handlers receive changes found by a list (the first list, a

@@ -107,6 +107,7 @@ class Manager:
         self._signalled: int | None = None  # set by the signal handler, which takes no lock
         self._forced = False  # a second signal: exiting now, no grace period
         self._workers: list[threading.Thread] = []
+        self._threads_of: dict[str, list[threading.Thread]] = {}
         self._campaign: threading.Thread | None = None
         self._cache_stop = threading.Event()
         self._elector_stop = threading.Event()
@@ -117,11 +118,17 @@ class Manager:
 
     def add(self, controller: Controller) -> None:
         """Wire a controller in: it reports to this manager's metrics (and event recorder, unless it
-        has its own) and subscribes to the shared cache. Only before `run()`. Raises ValueError for
-        a second controller of the same name (names label metrics and logs) or another clock."""
+        has its own) and subscribes to the shared cache. Raises ValueError for a second controller
+        of the same name (names label metrics and logs) or another clock.
+
+        Controllers are usually added before `run()`. One added while the manager runs (a
+        controller built from an object, such as a DecoratorController) gets its informers started
+        at once and its workers as soon as the manager leads; its first reconciles may come before
+        its informers have synced, so it reads through the cache (`cache.get`/`cache.list` wait
+        for a sync) rather than from an informer directly. Raises RuntimeError once stopping."""
         with self._cond:
-            if self._state != "new":
-                raise RuntimeError("controllers must be added before the manager runs")
+            if self._state in ("stopping", "stopped"):
+                raise RuntimeError("the manager is stopping: no controller can be added")
             if any(existing.name == controller.name for existing in self.controllers):
                 raise ValueError(f"a controller named {controller.name!r} was already added")
             if controller.clock is not self.clock:
@@ -132,6 +139,24 @@ class Manager:
                 controller.events = self.events
             controller.bind(self.cache)
             self.controllers.append(controller)
+            if self._state == "running":
+                self._run_controller(controller)
+
+    def remove(self, controller: Controller) -> bool:
+        """Take a controller out while the manager runs (or before): it stops receiving changes, its
+        queue shuts down, and this waits (up to the grace period) for its reconciles in flight.
+        Returns False if one was still running then. Removing an unknown controller does nothing."""
+        with self._cond:
+            if controller not in self.controllers:
+                return True
+            self.controllers.remove(controller)
+            threads = self._threads_of.pop(controller.name, [])
+        controller.unbind()
+        drained = controller.queue.shutdown(drain=True, timeout=self.grace_period)
+        if drained:
+            for thread in threads:
+                thread.join()
+        return drained
 
     # --- state, for health checks ---------------------------------------------------------------
 
@@ -228,8 +253,13 @@ class Manager:
     def _start_workers(self) -> None:  # with self._cond held
         self._state = "running"
         for controller in self.controllers:
-            self._workers += controller.run(self._cache_stop)
+            self._run_controller(controller)
         log.info("workers started: %s", ", ".join(f"{c.name} x{c.workers}" for c in self.controllers) or "none")
+
+    def _run_controller(self, controller: Controller) -> None:  # with self._cond held
+        threads = controller.run(self._cache_stop)
+        self._threads_of[controller.name] = threads
+        self._workers += threads
 
     def _elect(self) -> None:
         assert self.elector is not None
@@ -289,11 +319,13 @@ class Manager:
         with self._drain_lock:
             if self._drained is not None:
                 return self._drained
-            for controller in self.controllers:
+            with self._cond:
+                controllers = list(self.controllers)
+            for controller in controllers:
                 controller.queue.shutdown()  # no new keys from now on, for any controller
             deadline = self.clock.monotonic() + (0.0 if self._forced else self.grace_period)
             drained = True
-            for controller in self.controllers:
+            for controller in controllers:
                 left = max(0.0, deadline - self.clock.monotonic())
                 drained = controller.queue.shutdown(drain=True, timeout=left) and drained
             if drained:

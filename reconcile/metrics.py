@@ -15,6 +15,9 @@ operators read it unchanged:
     leader_election_master_status{name}                        1 leading, 0 standing by
     porchkit_informer_last_activity_age_seconds{kind}          seconds since the quietest watch of a kind spoke
     porchkit_informer_synced{kind}, porchkit_informer_relists_total{kind}
+    porchkit_hook_requests_total{controller,hook,code}         code: HTTP status, timeout, error; ok in-process
+    porchkit_hook_request_duration_seconds{controller,hook}    histogram (default buckets)
+    porchkit_hook_in_flight_requests{controller,hook}          hook calls under way
 
 A Terminal error counts as result="error" in reconcile_total, in reconcile_errors_total and in
 terminal_reconcile_errors_total, as in controller-runtime. The informer series and the two
@@ -98,6 +101,14 @@ class Metrics:
         self._leader = Gauge("leader_election_master_status", "Gauge of if the reporting system is master of the "
                              "relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to "
                              "identify the lease. Please make sure to group by name.", ["name"], registry=registry)
+        by_hook = ["controller", "hook"]
+        self._hook_requests = Counter("porchkit_hook_requests_total", "Hook calls by controller, hook and result "
+                                      "code (HTTP status, timeout, error, or ok for in-process hooks)",
+                                      [*by_hook, "code"], registry=registry)
+        self._hook_duration = Histogram("porchkit_hook_request_duration_seconds", "How long hook calls take, in "
+                                        "seconds", by_hook, registry=registry)
+        self._hook_in_flight = Gauge("porchkit_hook_in_flight_requests", "Hook calls under way", by_hook,
+                                     registry=registry)
         self._lock = threading.Lock()
         self._informers: list[tuple[Callable[[], Iterable[Informer]], Clock]] = []
         self._queues: list[InFlight] = []
@@ -148,6 +159,18 @@ class Metrics:
 
     def work_duration(self, name: str, seconds: float) -> None:
         self._work.labels(name, name).observe(seconds)
+
+    # --- reconcile.hooks' HookMetrics ---------------------------------------------------------
+
+    def hook_started(self, controller: str, hook: str) -> None:
+        """A hook call began (in_flight + 1 until `hook_finished`)."""
+        self._hook_in_flight.labels(controller, hook).inc()
+
+    def hook_finished(self, controller: str, hook: str, code: str, seconds: float) -> None:
+        """A hook call ended with `code` after `seconds`."""
+        self._hook_in_flight.labels(controller, hook).dec()
+        self._hook_requests.labels(controller, hook, code).inc()
+        self._hook_duration.labels(controller, hook).observe(seconds)
 
     # --- the manager's --------------------------------------------------------------------
 

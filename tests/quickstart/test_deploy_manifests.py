@@ -35,7 +35,9 @@ SERVICE_ACCOUNT = "porchkit"
 PACKAGE_VARIANT = Kind("config.porch.kpt.dev/v1alpha1", "PackageVariant")
 PACKAGE_VARIANT_SET = Kind("config.porch.kpt.dev/v1alpha2", "PackageVariantSet")
 CONFIG_MAP = Kind("v1", "ConfigMap")
-PLURALS = {PACKAGE_REVISION: "packagerevisions", PACKAGE_REVISION_RESOURCES: "packagerevisionresources",
+DECORATOR_CONTROLLER = Kind("metacontroller.k8s.io/v1alpha1", "DecoratorController")
+PLURALS = {DECORATOR_CONTROLLER: "decoratorcontrollers",
+           PACKAGE_REVISION: "packagerevisions", PACKAGE_REVISION_RESOURCES: "packagerevisionresources",
            REPOSITORY: "repositories", PACKAGE_VARIANT: "packagevariants",
            PACKAGE_VARIANT_SET: "packagevariantsets", CONFIG_MAP: "configmaps", EVENT: "events",
            LEASE: "leases"}
@@ -155,7 +157,8 @@ def test_every_deploy_file_is_a_stream_of_kubernetes_objects() -> None:
 
 def test_the_kustomization_lists_every_crd_and_manifest() -> None:
     [kustomization] = load("kustomization.yaml")
-    expected = {f"crds/{p.name}" for p in (DEPLOY / "crds").glob("*.yaml")} | {"rbac.yaml", "deployment.yaml"}
+    expected = {f"crds/{p.name}" for p in (DEPLOY / "crds").glob("*.yaml")} | {
+        "rbac.yaml", "deployment.yaml", "decorators-rbac.yaml", "decorators-deployment.yaml"}
     assert set(kustomization["resources"]) == expected
 
 
@@ -172,7 +175,30 @@ def test_kubectl_kustomize_builds_the_whole_install() -> None:
         ("ClusterRole", "porchkit-variants"), ("ClusterRoleBinding", "porchkit-variants"),
         ("Role", "porchkit-leader-election"), ("RoleBinding", "porchkit-leader-election"),
         ("Deployment", "porchkit-variants"),
+        ("CustomResourceDefinition", "decoratorcontrollers.metacontroller.k8s.io"),
+        ("ServiceAccount", "porchkit-decorators"),
+        ("ClusterRole", "porchkit-decorators"), ("ClusterRoleBinding", "porchkit-decorators"),
+        ("Role", "porchkit-decorators-leader-election"), ("RoleBinding", "porchkit-decorators-leader-election"),
+        ("Deployment", "porchkit-decorators"),
     ])
+
+
+def test_the_decorators_deployment_runs_the_decorator_controller_under_its_own_account() -> None:
+    deployment = find(load("decorators-deployment.yaml"), "Deployment", "porchkit-decorators")
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    parser, _ = cli.build_parser("manager")
+    args = parser.parse_args(container["args"])
+    assert selected_controllers(args.controllers, cli.CONTROLLERS) == ["decorator"]
+    assert args.leader_elect and args.leader_election_id == "porchkit-decorators"
+    assert pod["serviceAccountName"] == "porchkit-decorators"
+    docs = load("decorators-rbac.yaml")
+    binding = find(docs, "ClusterRoleBinding", "porchkit-decorators")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "porchkit-decorators", "namespace": NAMESPACE}]
+    rules = find(docs, "ClusterRole", "porchkit-decorators")["rules"]
+    for verb in ("get", "list", "watch", "update"):
+        assert allows(rules, DECORATOR_CONTROLLER, "", verb)
+    assert allows(rules, EVENT, "", "create") and allows(rules, EVENT, "", "patch")
 
 
 def test_the_deployment_arguments_are_accepted_by_porchkit_manager() -> None:

@@ -330,3 +330,10 @@ def test_either_strategy_makes_the_cluster_hold_desired_and_is_idempotent(
     changed = strategy(cluster, configmap({"a": "1", "c": "3"}))
     assert stored(cluster)["data"] == {"a": "1", "c": "3"}
     assert rv(strategy(cluster, configmap({"a": "1", "c": "3"}))) == rv(changed)
+
+
+def test_a_null_merge_key_does_not_key_a_list_which_is_then_replaced() -> None:
+    merged = three_way_merge({"env": [{"name": None, "value": "x"}]}, {}, {"env": [{"name": None, "value": "y"}]})
+    assert merged == {"env": [{"name": None, "value": "y"}]}
+    ports = three_way_merge({"ports": [{"port": 80, "name": "a"}]}, {}, {"ports": [{"port": None, "name": "a"}]})
+    assert ports == {"ports": [{"name": "a"}]}  # keyed by name instead, the null port removed

@@ -6,12 +6,13 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from reconcile import FakeClock, Kind, ObjectKey, Terminal
 from reconcile.cache import InformerCache
-from reconcile.controller import Controller, Owns, Watches
+from reconcile.controller import Controller, Owns, Watch, Watches
 from reconcile.embedded import EmbeddedCluster
 from reconcile.outcome import Done, RequeueAfter
 from tests.reconcile.support import configmap, eventually
@@ -126,6 +127,46 @@ def test_a_watch_added_while_running_maps_its_kind_once_however_often_it_is_aske
     assert mapped == ["s"]
 
 
+def test_a_primary_watch_can_filter_changes_and_choose_keys(stop: Started) -> None:
+    cluster = EmbeddedCluster()
+    seen: list[ObjectKey] = []
+
+    def labels_changed(old: dict[str, Any] | None, new: dict[str, Any] | None) -> bool:
+        return old is None or new is None or old["metadata"].get("labels") != new["metadata"].get("labels")
+
+    primary = Watch(CONFIGMAP, lambda obj, kind: [ObjectKey.of(obj)] if obj["metadata"]["name"] != "skip" else [],
+                    changes=labels_changed)
+    controller = Controller("cm", CONFIGMAP, lambda key: seen.append(key) or Done(), primary=primary)
+    start(cluster, controller, stop)
+    cluster.create(configmap("skip"))
+    made = cluster.create(configmap("a"))
+    eventually(lambda: seen == [ObjectKey("default", "a")])
+    cluster.update({**made, "data": {"x": "1"}})  # not a label change: filtered out
+    time.sleep(0.1)
+    assert seen == [ObjectKey("default", "a")]
+    current = cluster.get(CONFIGMAP, ObjectKey("default", "a"))
+    assert current is not None
+    cluster.update({**current, "metadata": {**current["metadata"], "labels": {"l": "1"}}})
+    eventually(lambda: seen == [ObjectKey("default", "a")] * 2)
+
+
+def test_an_unbound_controller_hears_of_no_more_changes(stop: Started) -> None:
+    cluster = EmbeddedCluster()
+    seen: list[ObjectKey] = []
+    controller = Controller("cm", CONFIGMAP, lambda key: seen.append(key) or Done(),
+                            watches=[Watches(SECRET, lambda obj: [ObjectKey("default", "from-secret")])])
+    cache = start(cluster, controller, stop)
+    controller.watch_more(cache, Watches(Kind("v1", "Service"), lambda obj: [ObjectKey("default", "from-svc")]))
+    cluster.create(configmap("a"))
+    eventually(lambda: seen == [ObjectKey("default", "a")])
+    controller.unbind()
+    cluster.create(configmap("b"))
+    cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}})
+    eventually(lambda: all(len(cache.list(kind)) == 1 for kind in (SECRET,)))
+    time.sleep(0.1)
+    assert seen == [ObjectKey("default", "a")] and len(controller.queue) == 0
+
+
 def test_a_failing_reconcile_is_retried_with_growing_delays_and_recovers() -> None:
     clock = FakeClock()
     calls: list[float] = []
@@ -213,3 +254,23 @@ def test_a_key_is_never_reconciled_by_two_workers_at_once(stop: Started) -> None
     # the watch events may still be on their way when the queue first looks empty
     eventually(lambda: set(done) == expected and controller.queue.len() == 0 and not active)
     assert overlaps == []
+
+
+def test_an_error_names_the_event_reason_it_is_recorded_under() -> None:
+    class SyncFailed(Exception):
+        event_reason = "SyncError"
+
+    recorded: list[tuple[str, str, str]] = []
+
+    class Events:
+        def record(self, kind: Kind, key: ObjectKey, event_type: str, reason: str, message: str) -> None:
+            recorded.append((event_type, reason, message))
+
+    def reconcile(key: ObjectKey) -> None:
+        raise SyncFailed("Sync error: the hook answered 500") if key.name == "a" else RuntimeError("boom")
+
+    controller = Controller("decorator", CONFIGMAP, reconcile, clock=FakeClock(), events=Events())
+    for name in ("a", "b"):
+        assert controller.process(ObjectKey("default", name)) == "error"
+    assert recorded == [("Warning", "SyncError", "Sync error: the hook answered 500"),
+                        ("Warning", "ReconcileError", "boom")]

@@ -86,7 +86,7 @@ def test_caches_that_do_not_sync_in_time_end_the_run_with_status_1(cluster: Embe
     assert running.wait() == 1
 
 
-def test_a_controller_is_refused_after_start_twice_by_name_or_with_another_clock(
+def test_a_controller_is_refused_twice_by_name_with_another_clock_or_once_stopping(
         cluster: EmbeddedCluster, clock: FakeClock, run: Callable[[Manager], Running]) -> None:
     manager = Manager(cluster, clock=clock)
     manager.add(recorder(clock)[0])
@@ -94,10 +94,66 @@ def test_a_controller_is_refused_after_start_twice_by_name_or_with_another_clock
         manager.add(recorder(clock)[0])
     with pytest.raises(ValueError, match="another clock"):
         manager.add(recorder(FakeClock(), "other")[0])
+    running = run(manager)
+    eventually(lambda: manager.state == "running")
+    with pytest.raises(ValueError, match="already added"):
+        manager.add(recorder(clock)[0])
+    manager.stop()
+    assert running.wait() == 0
+    with pytest.raises(RuntimeError, match="stopping"):
+        manager.add(recorder(clock, "late")[0])
+
+
+def test_a_controller_added_while_running_starts_on_every_cached_object_and_new_changes(
+        cluster: EmbeddedCluster, clock: FakeClock, run: Callable[[Manager], Running]) -> None:
+    cluster.create(configmap("before"))
+    manager = Manager(cluster, clock=clock)
+    manager.add(recorder(clock, "first")[0])
     run(manager)
     eventually(lambda: manager.state == "running")
-    with pytest.raises(RuntimeError, match="before the manager runs"):
-        manager.add(recorder(clock, "late")[0])
+    late, seen = recorder(clock, "late", kind=SECRET)  # a kind no informer watched yet
+    watching, seen_too = recorder(clock, "late-cm")
+    manager.add(late)
+    manager.add(watching)
+    eventually(lambda: seen_too == [ObjectKey("default", "before")])
+    cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}})
+    cluster.create(configmap("after"))
+    eventually(lambda: seen == [ObjectKey("default", "s")] and ObjectKey("default", "after") in seen_too)
+    assert [c.name for c in manager.controllers] == ["first", "late", "late-cm"]
+
+
+def test_a_removed_controller_finishes_its_reconcile_in_flight_and_sees_no_more_changes(
+        cluster: EmbeddedCluster, clock: FakeClock, run: Callable[[Manager], Running]) -> None:
+    entered, release = threading.Event(), threading.Event()
+    seen: list[ObjectKey] = []
+
+    def slow(key: ObjectKey) -> Done:
+        seen.append(key)
+        entered.set()
+        release.wait(5)
+        return Done()
+
+    manager = Manager(cluster, clock=clock)
+    controller = Controller("slow", CONFIGMAP, slow, clock=clock)
+    manager.add(controller)
+    run(manager)
+    cluster.create(configmap("a"))
+    assert entered.wait(5)
+    removed: list[bool] = []
+    remover = threading.Thread(target=lambda: removed.append(manager.remove(controller)))
+    remover.start()
+    time.sleep(0.1)
+    assert removed == []  # waits for the reconcile in flight
+    release.set()
+    remover.join(5)
+    assert removed == [True] and manager.controllers == []
+    cluster.create(configmap("b"))
+    other, other_seen = recorder(clock, "other")
+    manager.add(other)
+    eventually(lambda: ObjectKey("default", "b") in other_seen)
+    assert seen == [ObjectKey("default", "a")]
+    [informer] = manager.cache.informers
+    assert len(informer._handlers) == 1  # the removed controller's handler is gone, the new one's is there
 
 
 def test_running_a_manager_a_second_time_is_refused_and_leaves_the_first_run_going(
@@ -291,8 +347,9 @@ def slow_controller_known_fixture() -> Iterator[None]:
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--controllers", "nope", "--embedded"],
-     "unknown controller 'nope' (available: packagevariant, packagevariantset)"),
-    (["--controllers", ",", "--embedded"], "no controllers to run (available: packagevariant, packagevariantset)"),
+     "unknown controller 'nope' (available: decorator, packagevariant, packagevariantset)"),
+    (["--controllers", ",", "--embedded"],
+     "no controllers to run (available: decorator, packagevariant, packagevariantset)"),
     (["--state", "somewhere"], "--state keeps the embedded API server's objects: it needs --embedded"),
     (["--embedded", "--context", "kind"], "--embedded runs its own API server"),
     (["--leader-election-namespace", "x"], "--leader-election-namespace needs --leader-elect"),

@@ -1,0 +1,95 @@
+"""`porchkit decorators reconcile -f DIR`: DecoratorControllers previewed on the embedded cluster.
+
+    porchkit decorators reconcile -f DIR [-f FILE ...] [--resolve HOST=ADDR ...] [-o table|yaml]
+
+Loads the manifests, runs the DecoratorControllers among them over the other objects
+(decorators.local), and prints what the passes did: a table with one row per target changed and
+per attachment created, updated, deleted or recreated; or, with `-o yaml`, those objects as they
+ended up (a deleted attachment is not printed). A DecoratorController that cannot start, or a
+target whose last pass failed, is one line on stderr each, and the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import IO
+
+import yaml
+
+from decorators.local import LocalError, Preview, reconcile_manifests
+from reconcile.errors import ReconcileError
+
+USER_ERRORS: tuple[type[BaseException], ...] = (LocalError, ReconcileError)
+
+
+def add_commands(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    reconcile = commands.add_parser(
+        "reconcile", help="run the DecoratorControllers among manifests over the other objects, no cluster",
+        description="Load the manifests into an embedded API server, run the DecoratorControllers among them "
+                    "until they are idle, and print the targets and attachments they changed.")
+    reconcile.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="PATH",
+                           help="a manifest file, a directory (read recursively), or - for stdin; repeatable")
+    reconcile.add_argument("--resolve", action="append", default=[], metavar="HOST=ADDR",
+                           help="call webhooks of HOST (as written in the URL, with or without :port) at ADDR "
+                                "(ip:port) instead, e.g. my-hook.metacontroller=127.0.0.1:8080; repeatable")
+    reconcile.add_argument("-o", "--output", choices=("table", "yaml"), default="table",
+                           help="a table of changes (default), or the changed objects as YAML")
+    reconcile.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                           help="give up when the controllers are still busy after this long (default 600)")
+    reconcile.add_argument("-v", "--verbose", action="store_true",
+                           help="log every pass and every retry on stderr (by default only the outcome is printed)")
+    reconcile.set_defaults(run=reconcile_files)
+
+
+def reconcile_files(args: argparse.Namespace) -> int:
+    from reconcile import logs
+
+    # The controllers log each failed pass and its retries; the summary below names what is left
+    # failing, once, so their lines are only wanted when asked for.
+    logs.configure("text", "info" if args.verbose else "critical")
+    preview = reconcile_manifests(args.files, resolve=parse_resolve(args.resolve), timeout=args.timeout)
+    if args.output == "yaml":
+        print_yaml(preview, sys.stdout)
+    else:
+        print_table(preview, sys.stdout)
+    for line in preview.errors:
+        print(f"porchkit: {line}", file=sys.stderr)
+    return 1 if preview.errors else 0
+
+
+def parse_resolve(entries: list[str]) -> dict[str, str]:
+    resolve = {}
+    for entry in entries:
+        host, sep, address = entry.partition("=")
+        if not sep or not host or not address:
+            raise LocalError(f"--resolve {entry!r}: expected HOST=ADDR, e.g. my-hook.default=127.0.0.1:8080")
+        resolve[host] = address
+    return resolve
+
+
+def print_table(preview: Preview, out: IO[str]) -> None:
+    """One row per target changed and per attachment change, in the order they happened (a target
+    written back by several passes is one row)."""
+    rows: list[tuple[str, str, str, str]] = []
+    for result in preview.passes:
+        target = f"{result.target.kind} {result.key}"
+        if result.target_changed:
+            rows.append((result.decorator, target, "target updated", ""))
+        rows += [(result.decorator, target, change.action, f"{change.kind.kind} {change.key}")
+                 for change in result.changes]
+    rows = list(dict.fromkeys(rows))
+    if not rows:
+        print("no targets or attachments changed", file=out)
+        return
+    header = ("DECORATOR", "TARGET", "CHANGE", "ATTACHMENT")
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    for row in (header, *rows):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)
+
+
+def print_yaml(preview: Preview, out: IO[str]) -> None:
+    documents = list(preview.targets.values()) + [obj for obj in preview.attachments.values() if obj is not None]
+    yaml.dump_all(documents, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
+                  explicit_start=True)

@@ -1,0 +1,188 @@
+"""One running DecoratorController: its spec compiled, its hooks built, one reconcile controller per target kind.
+
+`DecoratorInstance(obj, ...)` parses the DecoratorController, resolves its resource and
+attachment rules through discovery, builds its hooks (reconcile.hooks) and one
+`reconcile.Controller` per target kind, named `decorator/<name>/<plural>[.<group>]`:
+
+* its primary watch enqueues a target that is selected or still holds our finalizer (with
+  `ignoreStatusChanges`, an update that changes neither generation, labels, annotations nor
+  deletion is dropped: TargetSelector.ignores_update);
+* a watch per attachment kind enqueues the target named by an attachment's controller owner
+  reference, when the attachment carries this decorator's annotation;
+* with a customize hook, a watch per related kind (started as rules name them) enqueues the
+  targets whose cached customize answers select the changed object.
+
+The supervisor (decorators.supervisor) adds these controllers to the manager and removes them
+when the DecoratorController changes or goes away. Building raises SpecError for an invalid
+spec, HookConfigError for an unusable hook, and UnknownResource when discovery does not know a
+rule's resource yet (a CRD not installed: retried).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from decorators.attachments import AttachmentKind
+from decorators.customize import CUSTOMIZE_SHAPE
+from decorators.protocol import RESPONSE_SHAPE
+from decorators.related import Related
+from decorators.selection import TargetSelector
+from decorators.spec import DECORATOR_ANNOTATION, DecoratorSpec, ResourceRule, parse_decorator, resolve_rule
+from decorators.sync import Hooks, SyncResult, TargetSync
+from reconcile import finalizers, objects
+from reconcile.cache import InformerCache
+from reconcile.clock import SYSTEM_CLOCK, Clock
+from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
+from reconcile.controller import Controller, Watch, Watches
+from reconcile.errors import ReconcileError
+from reconcile.hooks import HookMetrics, build_hook
+
+APPLY_STRATEGY_ANNOTATION = "porchkit.dev/apply-strategy"
+"""On a DecoratorController: "server-side-apply" or "dynamic-apply" (the default, Metacontroller's
+3-way merge). Metacontroller chooses this for the whole process with --apply-strategy."""
+
+APPLY_STRATEGIES = {"dynamic-apply": "3way", "server-side-apply": "ssa"}
+
+
+class UnknownResource(ReconcileError):
+    """A rule names a resource the API server does not serve (yet)."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a process runs its DecoratorControllers."""
+
+    workers: int = 5
+    resolve: Mapping[str, str] = field(default_factory=dict)  # webhook host -> address (see reconcile.hooks)
+    follow_resync: bool = True  # honour resyncPeriodSeconds and resyncAfterSeconds (a local preview does not)
+    report: Callable[[Kind, ObjectKey, SyncResult | Exception], None] | None = None  # every pass's result
+
+
+class DecoratorInstance:
+    """See the module docstring."""
+
+    def __init__(self, obj: Obj, *, cluster: Cluster, cache: InformerCache, clock: Clock = SYSTEM_CLOCK,
+                 metrics: HookMetrics | None = None, options: Options = Options()) -> None:
+        self.spec = spec = parse_decorator(obj)
+        self.fingerprint = fingerprint(obj)
+        self.cache = cache
+        served = cluster.resources()
+        targets = [(self._resolve(rule.api_version, rule.resource, f"spec.resources[{i}]", served), rule)
+                   for i, rule in enumerate(spec.resources)]
+        self.selector = TargetSelector(targets)
+        self.attachments = [AttachmentKind(info.kind, info.namespaced, rule.method) for info, rule in (
+            (self._resolve(rule.api_version, rule.resource, f"spec.attachments[{i}]", served), rule)
+            for i, rule in enumerate(spec.attachments))]
+        mode = _apply_mode(obj)
+        self.hooks = self._hooks(spec, cluster, metrics, options)
+        controller_obj = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+                          "metadata": obj.get("metadata") or {}, "spec": obj.get("spec") or {}, "status": {}}
+        self.related = None
+        if self.hooks.customize is not None:
+            self.related = Related(self.hooks.customize, controller_obj, cache, served=cluster.resources,
+                                   watch=self._watch_related)
+        self.controllers: list[Controller] = []
+        self._target_of: dict[str, ResourceInfo] = {}
+        for info in _one_per_group_kind(targets):
+            rule = self.selector.rule_for({"apiVersion": info.kind.api_version, "kind": info.kind.kind})
+            assert rule is not None
+            sync = TargetSync(spec=spec, controller=controller_obj, target=info, selector=self.selector,
+                              attachments=self.attachments, hooks=self.hooks, cluster=cluster, cache=cache,
+                              related=self.related, mode=mode, follow_resync=options.follow_resync,
+                              report=options.report)
+            controller = Controller(name=_controller_name(spec.name, info), kind=info.kind, reconcile=sync,
+                                    primary=self._targets(info, rule), watches=self._attachment_watches(info),
+                                    workers=options.workers, clock=clock)
+            self._target_of[controller.name] = info
+            self.controllers.append(controller)
+
+    def close(self) -> None:
+        """Cancel hook calls in flight and refuse new ones."""
+        self.hooks.close()
+
+    def target_kinds(self) -> list[Kind]:
+        return [info.kind for info in self._target_of.values()]
+
+    # --- building -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _resolve(api_version: str, resource: str, where: str, served: list[ResourceInfo]) -> ResourceInfo:
+        info = resolve_rule(api_version, resource, served)
+        if info is None:
+            raise UnknownResource(f"{where}: can't find resource {resource!r} in apiVersion {api_version!r}")
+        return info
+
+    @staticmethod
+    def _hooks(spec: DecoratorSpec, cluster: Cluster, metrics: HookMetrics | None, options: Options) -> Hooks:
+        def build(name: str, hook_spec: Mapping[str, Any] | None, shape: Any) -> Any:
+            return build_hook(hook_spec, field=f"spec.hooks.{name}", controller=spec.name, hook=name, shape=shape,
+                              output_field="attachments", cluster=cluster, endpoint_configs=spec.endpoint_configs,
+                              resolve=options.resolve, metrics=metrics)
+        return Hooks(sync=build("sync", spec.sync, RESPONSE_SHAPE),
+                     finalize=build("finalize", spec.finalize, RESPONSE_SHAPE),
+                     customize=build("customize", spec.customize, CUSTOMIZE_SHAPE))
+
+    def _targets(self, info: ResourceInfo, rule: ResourceRule) -> Watch:
+        selector, finalizer = self.selector, self.spec.finalizer
+
+        def keys(obj: Obj, primary: Kind) -> list[ObjectKey]:
+            return [ObjectKey.of(obj)] if selector.matches(obj) or finalizers.has(obj, finalizer) else []
+        def worth(old: Obj | None, new: Obj | None) -> bool:
+            return old is None or new is None or not selector.ignores_update(old, new)
+        return Watch(info.kind, keys, changes=worth if rule.ignore_status_changes else None)
+
+    def _attachment_watches(self, target: ResourceInfo) -> list[Watch]:
+        name, group, kind = self.spec.name, target.kind.group, target.kind.kind
+
+        def keys(obj: Obj) -> list[ObjectKey]:
+            ref = objects.controller_of(obj)
+            if (ref is None or ref.get("kind") != kind or Kind(str(ref.get("apiVersion", "")), kind).group != group
+                    or objects.annotations_of(obj).get(DECORATOR_ANNOTATION) != name):
+                return []
+            return [ObjectKey(ObjectKey.of(obj).namespace if target.namespaced else "", str(ref.get("name", "")))]
+        return [Watches(attachment.kind, keys) for attachment in
+                {a.kind: a for a in self.attachments}.values()]
+
+    def _watch_related(self, kind: Kind) -> None:
+        related = self.related
+        assert related is not None
+        for controller in self.controllers:
+            target = self._target_of[controller.name]
+
+            def keys(obj: Obj, target: ResourceInfo = target) -> list[ObjectKey]:
+                return related.keys_for(obj, target.kind, target.namespaced)
+            controller.watch_more(self.cache, Watches(kind, keys))
+
+
+def fingerprint(obj: Obj) -> str:
+    """What makes a running DecoratorController out of date when it changes: its spec and apply
+    strategy (labels and other annotations do not restart it, as in Metacontroller)."""
+    apply = objects.annotations_of(obj).get(APPLY_STRATEGY_ANNOTATION, "")
+    return json.dumps([obj.get("spec"), apply], sort_keys=True, default=str)
+
+
+def _apply_mode(obj: Obj) -> str:
+    value = objects.annotations_of(obj).get(APPLY_STRATEGY_ANNOTATION, "dynamic-apply")
+    if value not in APPLY_STRATEGIES:
+        from decorators.spec import SpecError
+        raise SpecError(f"metadata.annotations[{APPLY_STRATEGY_ANNOTATION!r}]",
+                        f"{value!r} is not one of {', '.join(APPLY_STRATEGIES)}")
+    return APPLY_STRATEGIES[value]
+
+
+def _one_per_group_kind(targets: list[tuple[ResourceInfo, ResourceRule]]) -> list[ResourceInfo]:
+    """Target kinds, one per group+kind (the last rule's version, as its selectors are the ones kept)."""
+    chosen: dict[tuple[str, str], ResourceInfo] = {}
+    for info, _ in targets:
+        chosen.pop((info.kind.group, info.kind.kind), None)
+        chosen[(info.kind.group, info.kind.kind)] = info
+    return list(chosen.values())
+
+
+def _controller_name(decorator: str, info: ResourceInfo) -> str:
+    group = info.kind.group
+    return f"decorator/{decorator}/{info.plural}" + (f".{group}" if group else "")
+

@@ -1,0 +1,30 @@
+"""The DecoratorControllers for `porchkit manager --controllers decorator`.
+
+One controller watches DecoratorController objects and runs each (decorators.supervisor). On
+the embedded API server (`porchkit manager --embedded`) the DecoratorController CRD is
+installed first if it is missing; in a cluster it comes from deploy/crds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from decorators.crds import decorator_controller_crd
+from decorators.spec import DECORATOR_CONTROLLER
+from decorators.supervisor import Decorators
+from reconcile.controller import Controller
+from reconcile.embedded import EmbeddedCluster
+from reconcile.errors import AlreadyExists, NotFound
+from reconcile.manager import Manager
+
+__all__ = ["decorator_controllers"]
+
+
+def decorator_controllers(manager: Manager) -> Controller:
+    if isinstance(manager.cluster, EmbeddedCluster):
+        try:
+            manager.cluster.resource(DECORATOR_CONTROLLER)
+        except NotFound:
+            with contextlib.suppress(AlreadyExists):
+                manager.cluster.create(decorator_controller_crd())
+    return Decorators(manager).controller()

@@ -1,0 +1,244 @@
+"""One sync pass of a DecoratorController over one target object (Metacontroller's `syncParentObject`).
+
+`TargetSync(key)` is the reconcile function of one target kind of one DecoratorController:
+
+1. read the target from the cache; gone, or neither selected nor holding our finalizer: done;
+2. add or remove the finalizer `metacontroller.io/decoratorcontroller-<name>` as the spec says;
+3. gather the observed attachments (controller owner reference to the target and the decorator
+   annotation naming this DecoratorController; every attachment rule's group present, even
+   empty) and, with a customize hook, the related objects;
+4. call `finalize` when the target is being deleted or no longer selected (and we hold its
+   finalizer), else `sync`;
+5. write back labels, annotations and status (status through the status subresource when the
+   kind has one), removing our finalizer when the hook says `finalized`;
+6. make the cluster hold the desired attachments (decorators.attachments), unless the target is
+   being deleted and we may not act (no finalizer of ours, or a garbage collector's finalizer).
+
+A hook failure or a failed attachment write raises `SyncError` (a Warning Event `SyncError` on
+the target, and a retry with back-off); a 429 answer requeues after its Retry-After, with no
+Event (except in a one-off local run, `follow_resync=False`, where it fails the pass like any
+error, so that the run ends and names the target instead of waiting on the hook). The pass returns `RequeueAfter` for a hook's `resyncAfterSeconds` and for the
+DecoratorController's `resyncPeriodSeconds` (a per-object timer, so every selected object is
+resynced on time, however many there are).
+
+Differences from Metacontroller (docs/decorators.md lists them all):
+- a decorator with only a finalize hook does nothing to live objects (Metacontroller fails every
+  sync with "no enabled hooks found", metacontroller #948);
+- the finalizer is added only when a finalize hook can be called (`finalize: {}` without a
+  webhook added a finalizer that only a sync answering `finalized: true` could remove);
+- a target being deleted that we hold no finalizer on is left to the garbage collector at once,
+  without calling sync (whose attachments Metacontroller would not manage anyway);
+- periodic resync is a per-object timer set after each pass, not a replay of the whole cache.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from decorators.attachments import AttachmentKind, AttachmentsError, Change, manage_attachments
+from decorators.protocol import ResponseError, SyncResponse, build_request, group_key, parse_response
+from decorators.related import Related
+from decorators.selection import TargetSelector
+from decorators.spec import DECORATOR_ANNOTATION, DecoratorSpec
+from decorators.writeback import write_back
+from reconcile import finalizers, objects
+from reconcile.cache import InformerCache
+from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
+from reconcile.errors import Conflict, NotFound, ReconcileError
+from reconcile.hooks import Hook, HookError, HookRetryAfter
+from reconcile.outcome import Done, Outcome, RequeueAfter
+
+log = logging.getLogger("porchkit.decorators")
+
+GC_FINALIZERS = ("foregroundDeletion", "orphan")
+MIN_RETRY_AFTER = 1.0  # seconds: a 429 without a usable Retry-After must not become a busy loop
+
+
+class SyncError(ReconcileError):
+    """A pass failed: a hook call, its answer, or writing what it asked for."""
+
+    event_reason = "SyncError"
+
+    def __init__(self, cause: object) -> None:
+        super().__init__(f"Sync error: {cause}")
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """The built hooks of one DecoratorController; None where a hook is absent or disabled."""
+
+    sync: Hook | None = None
+    finalize: Hook | None = None
+    customize: Hook | None = None
+
+    def close(self) -> None:
+        for hook in (self.sync, self.finalize, self.customize):
+            if hook is not None:
+                hook.close()
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """What one pass did, for previews and tests."""
+
+    decorator: str
+    target: Kind
+    key: ObjectKey
+    hook: str  # "sync" or "finalize"
+    target_changed: bool
+    changes: tuple[Change, ...]
+
+
+class TargetSync:
+    """The reconcile function of one target kind of one DecoratorController (see the module docstring)."""
+
+    def __init__(self, *, spec: DecoratorSpec, controller: Obj, target: ResourceInfo, selector: TargetSelector,
+                 attachments: Sequence[AttachmentKind], hooks: Hooks, cluster: Cluster, cache: InformerCache,
+                 related: Related | None = None, mode: str = "3way", follow_resync: bool = True,
+                 report: Callable[[Kind, ObjectKey, SyncResult | Exception], None] | None = None) -> None:
+        self.spec, self.controller, self.target, self.selector = spec, controller, target, selector
+        self.attachments, self.hooks, self.cluster, self.cache = tuple(attachments), hooks, cluster, cache
+        self.related, self.mode, self.follow_resync, self.report = related, mode, follow_resync, report
+        self._groups = [(kind, group_key(kind.kind)) for kind in self.attachments]
+
+    @property
+    def finalizer_enabled(self) -> bool:
+        return self.hooks.finalize is not None
+
+    def __call__(self, key: ObjectKey) -> Outcome:
+        if self.report is None:
+            return self._pass(key)
+        try:
+            return self._pass(key)
+        except Exception as err:
+            self.report(self.target.kind, key, err)
+            raise
+
+    def _pass(self, key: ObjectKey) -> Outcome:
+        kind, finalizer = self.target.kind, self.spec.finalizer
+        target = self.cache.get(kind, key)
+        if target is None:
+            return Done()
+        selected = self.selector.matches(target)
+        held = finalizers.has(target, finalizer)
+        if not selected and not held:
+            return Done()
+        deleting = objects.is_deleting(target)
+        if deleting and not held:
+            return Done()  # nothing of ours holds it: the garbage collector removes the attachments
+        target = self._sync_finalizer(target, selected, held)
+        if target is None:
+            return Done()
+        held = finalizers.has(target, finalizer)
+        finalizing = held and (deleting or not selected)
+        hook = self.hooks.finalize if finalizing else self.hooks.sync
+        if hook is None:
+            return self._resync_later(None)  # a finalize-only decorator and a live object: nothing to ask
+        try:
+            response = self._ask(hook, target, finalizing)
+        except HookRetryAfter as busy:  # the hook asked us to come back later: not an error...
+            if not self.follow_resync:  # ...except in a one-off run, which reports what it could not finish
+                raise SyncError(busy) from None
+            return RequeueAfter(max(busy.seconds, MIN_RETRY_AFTER))
+        changed = self._write_back(target, response, finalizer if response.finalized and held else None)
+        if changed is None:
+            return Done()  # the target changed meanwhile: its watch event brings us back
+        changes: list[Change] = []
+        if self._may_manage(changed):
+            desired = [self._defaulted(obj, target) for obj in response.attachments]
+            try:
+                changes = manage_attachments(self.cluster, target, self.attachments, self._observed(target),
+                                             desired, decorator=self.spec.name, mode=self.mode)  # type: ignore[arg-type]
+            except AttachmentsError as err:
+                raise SyncError(err) from None
+        if self.report is not None:
+            self.report(kind, key, SyncResult(self.spec.name, kind, key, "finalize" if finalizing else "sync",
+                                              changed is not target, tuple(changes)))
+        return self._resync_later(response)
+
+    # --- the steps --------------------------------------------------------------------------
+
+    def _sync_finalizer(self, target: Obj, selected: bool, held: bool) -> Obj | None:
+        """The target with our finalizer added or removed as the spec says; None when it is gone."""
+        finalizer = self.spec.finalizer
+        try:
+            if self.finalizer_enabled and not held and selected and not objects.is_deleting(target):
+                return finalizers.ensure(self.cluster, self.target.kind, target, finalizer)
+            if not self.finalizer_enabled and held:
+                return finalizers.release(self.cluster, self.target.kind, target, finalizer)
+        except NotFound:
+            return None
+        return target
+
+    def _ask(self, hook: Hook, target: Obj, finalizing: bool) -> SyncResponse:
+        related = self.related.objects(target, self.target.namespaced) if self.related is not None else {}
+        request = build_request(self.controller, target, self.target.namespaced, self._observed_groups(target),
+                                related, finalizing=finalizing, version=hook.version)
+        meta = objects.metadata(target)
+        try:
+            raw = hook.call(request, cache_key=(self.target.kind, meta.get("namespace") or "", meta.get("name")))
+            return parse_response(raw)
+        except (HookError, ResponseError) as err:
+            raise SyncError(err) from None
+
+    def _observed(self, target: Obj) -> dict[Kind, list[Obj]]:
+        uid = str(objects.metadata(target).get("uid") or "")
+        found: dict[Kind, list[Obj]] = {}
+        for attachment in self.attachments:
+            found[attachment.kind] = [obj for obj in self.cache.by_index(attachment.kind, "owner", uid)
+                                      if self._attached(obj, uid)]
+        return found
+
+    def _observed_groups(self, target: Obj) -> dict[str, list[Obj]]:
+        observed = self._observed(target)
+        return {group: observed[attachment.kind] for attachment, group in self._groups}
+
+    def _attached(self, obj: Obj, uid: str) -> bool:
+        ref = objects.controller_of(obj)
+        return (ref is not None and ref.get("uid") == uid
+                and objects.annotations_of(obj).get(DECORATOR_ANNOTATION) == self.spec.name)
+
+    def _write_back(self, target: Obj, response: SyncResponse, release: str | None) -> Obj | None:
+        """The target as it stands after writing back (itself when nothing changed); None when a
+        write lost a race (Conflict) or the target is gone: the pass ends there, successfully."""
+        change = write_back(target, response, release)
+        if change is None:
+            return target
+        obj = change.object
+        try:
+            if change.status_changed and "status" in self.target.subresources:
+                stored = self.cluster.update_status(obj)
+                obj["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
+                if not change.metadata_changed:
+                    return stored
+            return self.cluster.update(obj)
+        except (Conflict, NotFound):
+            return None
+
+    def _may_manage(self, target: Obj) -> bool:
+        """Attachments are managed for live targets, and for one being deleted while we finalize it
+        (our finalizer still on, and no garbage collector's finalizer asking for another order)."""
+        if not objects.is_deleting(target):
+            return True
+        held = objects.finalizers_of(target)
+        return (self.finalizer_enabled and self.spec.finalizer in held
+                and not any(gc in held for gc in GC_FINALIZERS))
+
+    def _defaulted(self, desired: Obj, target: Obj) -> Obj:
+        """The desired attachment with the target's namespace when it names none (a shallow copy)."""
+        meta = desired.get("metadata")
+        if not isinstance(meta, dict) or meta.get("namespace"):
+            return desired
+        namespace = objects.metadata(target).get("namespace") or ""
+        if not namespace:
+            return desired
+        return {**desired, "metadata": {**meta, "namespace": namespace}}
+
+    def _resync_later(self, response: SyncResponse | None) -> Outcome:
+        if not self.follow_resync:
+            return Done()
+        delays = [d for d in (response.resync_after if response else None, self.spec.resync_period) if d]
+        return RequeueAfter(min(delays)) if delays else Done()
+

@@ -1,0 +1,1 @@
+"""Tests of the DecoratorController package, one module per module of decorators/."""

@@ -1,0 +1,181 @@
+"""`porchkit decorators reconcile -f DIR`, run as a user runs it: a process, with a real hook server.
+
+The manifests are Metacontroller's crd-roles example (its DecoratorController, unedited: the
+webhook URL names an in-cluster Service, sent to the local hook with `--resolve`) and a CRD that
+opts in. Also: an invalid DecoratorController, an unreachable hook, and a python hook imported
+from PYTHONPATH with no server at all.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.decorators.hooks_support import HookServer, closed_port, hook_server
+
+__all__ = ["hook_server"]  # a fixture, imported to be found here
+
+DECORATOR = textwrap.dedent("""\
+    apiVersion: metacontroller.k8s.io/v1alpha1
+    kind: DecoratorController
+    metadata:
+      name: crd-role-controller
+    spec:
+      resources:
+        - apiVersion: apiextensions.k8s.io/v1
+          resource: customresourcedefinitions
+          annotationSelector:
+            matchExpressions:
+              - {key: enable-default-roles, operator: %(operator)s}
+      attachments:
+        - apiVersion: rbac.authorization.k8s.io/v1
+          resource: clusterroles
+      hooks:
+        sync:
+    %(hook)s
+    """)
+WEBHOOK = """\
+      webhook:
+        url: http://crd-role-controller.metacontroller/sync-crd-role
+        timeout: 2s"""
+CRD = textwrap.dedent("""\
+    apiVersion: apiextensions.k8s.io/v1
+    kind: CustomResourceDefinition
+    metadata:
+      name: my-tests.ctl.rlg.io
+      annotations:
+        enable-default-roles: "yes"
+    spec:
+      group: ctl.rlg.io
+      scope: Cluster
+      names: {kind: MyTest, listKind: MyTestList, plural: my-tests, singular: my-test}
+      versions:
+        - name: v1
+          served: true
+          storage: true
+          schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    """)
+ROLE = "my-tests.ctl.rlg.io-reader"
+
+
+def manifests(directory: Path, *, hook: str = WEBHOOK, operator: str = "Exists") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    hook = textwrap.indent(hook, "    ")
+    (directory / "controller.yaml").write_text(DECORATOR % {"operator": operator, "hook": hook})
+    (directory / "my-crd.yaml").write_text(CRD)
+    return directory
+
+
+def porchkit(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "porchkit", "decorators", "reconcile", *args], cwd=cwd,
+                          env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def crd_roles(hook_server: Callable[[str], HookServer]) -> str:
+    """`--resolve` sending the example's in-cluster hook host to a local crd_roles.py."""
+    return f"crd-role-controller.metacontroller={hook_server('crd_roles').address}"
+
+
+class TestPreview:
+    def test_the_table_lists_the_attachment_created(self, tmp_path: Path, crd_roles: str) -> None:
+        result = porchkit("-f", str(manifests(tmp_path / "m")), "--resolve", crd_roles, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        lines = [line.split() for line in result.stdout.splitlines()]
+        assert lines == [["DECORATOR", "TARGET", "CHANGE", "ATTACHMENT"],
+                         ["crd-role-controller", "CustomResourceDefinition", "my-tests.ctl.rlg.io", "create",
+                          "ClusterRole", ROLE]]
+        assert result.stderr == ""
+
+    def test_yaml_output_is_the_attachment_owned_by_its_target(self, tmp_path: Path, crd_roles: str) -> None:
+        result = porchkit("-f", str(manifests(tmp_path / "m")), "--resolve", crd_roles, "-o", "yaml", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        [role] = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+        assert (role["kind"], role["metadata"]["name"], role["rules"]) == ("ClusterRole", ROLE, [])
+        [owner] = role["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["controller"]) == ("CustomResourceDefinition",
+                                                                       "my-tests.ctl.rlg.io", True)
+        assert role["metadata"]["annotations"]["metacontroller.k8s.io/decorator-controller"] == "crd-role-controller"
+
+    def test_a_python_hook_on_pythonpath_needs_no_server(self, tmp_path: Path) -> None:
+        (tmp_path / "lib").mkdir()
+        (tmp_path / "lib" / "rolehooks.py").write_text(textwrap.dedent("""\
+            def sync_roles(request):
+                name = request["object"]["metadata"]["name"]
+                return {"attachments": [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                         "metadata": {"name": name + "-reader"}, "rules": []}]}
+            """))
+        hook = "  python:\n    function: rolehooks:sync_roles"
+        result = porchkit("-f", str(manifests(tmp_path / "m", hook=hook)), cwd=tmp_path,
+                          env={"PYTHONPATH": str(tmp_path / "lib")})
+        assert result.returncode == 0, result.stderr
+        assert ["crd-role-controller", "CustomResourceDefinition", "my-tests.ctl.rlg.io", "create", "ClusterRole",
+                ROLE] in [line.split() for line in result.stdout.splitlines()]
+
+
+class TestFailures:
+    def test_an_invalid_decorator_is_one_line_naming_file_object_and_field(self, tmp_path: Path,
+                                                                           crd_roles: str) -> None:
+        directory = manifests(tmp_path / "m", operator="Gt")
+        result = porchkit("-f", str(directory), "--resolve", crd_roles, cwd=tmp_path)
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            f"porchkit: {directory / 'controller.yaml'}: DecoratorController crd-role-controller: "
+            "spec.resources[0].annotationSelector.matchExpressions[0].operator: \"Gt\" is not a selector operator "
+            "(In, NotIn, Exists, DoesNotExist)"]
+        assert "Traceback" not in result.stdout + result.stderr
+
+    def test_an_object_of_a_kind_not_served_is_one_line_naming_its_file(self, tmp_path: Path) -> None:
+        directory = manifests(tmp_path / "m")
+        (directory / "widget.yaml").write_text("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n")
+        result = porchkit("-f", str(directory), cwd=tmp_path)
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            f"porchkit: {directory / 'widget.yaml'}: Widget w: the embedded API server does not serve Widget in "
+            "example.com/v1 (add its CustomResourceDefinition)"]
+
+    def test_a_malformed_resolve_is_one_line(self, tmp_path: Path) -> None:
+        result = porchkit("-f", str(manifests(tmp_path / "m")), "--resolve", "127.0.0.1:8080", cwd=tmp_path)
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            "porchkit: --resolve '127.0.0.1:8080': expected HOST=ADDR, e.g. my-hook.default=127.0.0.1:8080"]
+
+    def test_an_unreachable_hook_is_a_sync_error_line(self, tmp_path: Path) -> None:
+        address = f"127.0.0.1:{closed_port()}"
+        result = porchkit("-f", str(manifests(tmp_path / "m")), "--resolve",
+                          f"crd-role-controller.metacontroller={address}", cwd=tmp_path)
+        assert result.returncode == 1
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"porchkit: {tmp_path / 'm' / 'my-crd.yaml'}: CustomResourceDefinition "
+                               f"my-tests.ctl.rlg.io: Sync error: POST "
+                               f"http://crd-role-controller.metacontroller/sync-crd-role failed: "), line
+        assert "Traceback" not in result.stderr
+
+    def test_a_hook_answering_429_for_ever_is_reported_not_waited_for(
+            self, tmp_path: Path, hook_server: Callable[[str], HookServer]) -> None:
+        directory = tmp_path / "m"
+        directory.mkdir()
+        (directory / "controller.yaml").write_text(textwrap.dedent("""\
+            apiVersion: metacontroller.k8s.io/v1alpha1
+            kind: DecoratorController
+            metadata: {name: busy}
+            spec:
+              resources: [{apiVersion: v1, resource: configmaps, labelSelector: {matchLabels: {busy: "yes"}}}]
+              attachments: [{apiVersion: v1, resource: configmaps}]
+              hooks: {sync: {webhook: {url: "http://busy.hooks/429"}}}
+            """))
+        (directory / "target.yaml").write_text(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, labels: {busy: 'yes'}}\n")
+        result = porchkit("-f", str(directory), "--resolve", f"busy.hooks={hook_server('faulty').address}",
+                          "--timeout", "20", cwd=tmp_path)
+        assert result.returncode == 1
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"porchkit: {directory / 'target.yaml'}: ConfigMap default/a: Sync error: "), line
+        assert "429" in line  # not "the controllers were still busy after 20s"
