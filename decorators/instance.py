@@ -46,6 +46,11 @@ APPLY_STRATEGY_ANNOTATION = "porchkit.dev/apply-strategy"
 
 APPLY_STRATEGIES = {"dynamic-apply": "3way", "server-side-apply": "ssa"}
 
+ATTACHMENT_SETTLE = 0.05
+"""Seconds a change of an attachment waits before it wakes its target: the attachments one pass
+creates then wake the target once, and the pass after sees them all (rather than one pass per
+attachment, each racing the cache)."""
+
 
 class UnknownResource(ReconcileError):
     """A rule names a resource the API server does not serve (yet)."""
@@ -143,7 +148,7 @@ class DecoratorInstance:
                     or objects.annotations_of(obj).get(DECORATOR_ANNOTATION) != name):
                 return []
             return [ObjectKey(ObjectKey.of(obj).namespace if target.namespaced else "", str(ref.get("name", "")))]
-        return [Watches(attachment.kind, keys) for attachment in
+        return [Watches(attachment.kind, keys, delay=ATTACHMENT_SETTLE) for attachment in
                 {a.kind: a for a in self.attachments}.values()]
 
     def _watch_related(self, kind: Kind) -> None:

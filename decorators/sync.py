@@ -17,9 +17,10 @@
 A hook failure or a failed attachment write raises `SyncError` (a Warning Event `SyncError` on
 the target, and a retry with back-off); a 429 answer requeues after its Retry-After, with no
 Event (except in a one-off local run, `follow_resync=False`, where it fails the pass like any
-error, so that the run ends and names the target instead of waiting on the hook). The pass returns `RequeueAfter` for a hook's `resyncAfterSeconds` and for the
-DecoratorController's `resyncPeriodSeconds` (a per-object timer, so every selected object is
-resynced on time, however many there are).
+error, so that the run ends and names the target instead of waiting on the hook). The pass
+returns `RequeueAfter` for a hook's `resyncAfterSeconds` and for the DecoratorController's
+`resyncPeriodSeconds` (a per-object timer, so every selected object is resynced on time, however
+many there are).
 
 Differences from Metacontroller (docs/decorators.md lists them all):
 - a decorator with only a finalize hook does nothing to live objects (Metacontroller fails every

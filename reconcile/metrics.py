@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -110,9 +110,19 @@ class Metrics:
         self._hook_in_flight = Gauge("porchkit_hook_in_flight_requests", "Hook calls under way", by_hook,
                                      registry=registry)
         self._lock = threading.Lock()
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self._informers: list[tuple[Callable[[], Iterable[Informer]], Clock]] = []
         self._queues: list[InFlight] = []
         registry.register(_ScrapeTime(self))
+
+    def _of(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, remembered: prometheus_client's lookup takes a lock and builds
+        a tuple each time, a visible share of a reconcile that does little else."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     # --- controller.py's Metrics ------------------------------------------------------------
 
@@ -128,49 +138,49 @@ class Metrics:
 
     def reconcile_started(self, controller: str) -> None:
         """A worker took a key (active_workers + 1 until `reconciled`)."""
-        self._active.labels(controller).inc()
+        self._of(self._active, controller).inc()
 
     def reconciled(self, controller: str, result: str, seconds: float) -> None:
         """A reconcile ended with `result` (success, requeue_after, error or terminal_error)."""
         label = RESULT_LABELS.get(result)
         if label is None:
             raise ValueError(f"unknown reconcile result {result!r} (known: {', '.join(RESULT_LABELS)})")
-        self._active.labels(controller).dec()
-        self._reconciles.labels(controller, label).inc()
+        self._of(self._active, controller).dec()
+        self._of(self._reconciles, controller, label).inc()
         if label == "error":
-            self._errors.labels(controller).inc()
+            self._of(self._errors, controller).inc()
         if result == "terminal_error":
-            self._terminal.labels(controller).inc()
-        self._time.labels(controller).observe(seconds)
+            self._of(self._terminal, controller).inc()
+        self._of(self._time, controller).observe(seconds)
 
     # --- workqueue.py's QueueMetrics ------------------------------------------------------
 
     def added(self, name: str) -> None:
-        self._adds.labels(name, name).inc()
+        self._of(self._adds, name, name).inc()
 
     def depth(self, name: str, n: int) -> None:
-        self._depth.labels(name, name).set(n)
+        self._of(self._depth, name, name).set(n)
 
     def retried(self, name: str) -> None:
-        self._retries.labels(name, name).inc()
+        self._of(self._retries, name, name).inc()
 
     def queue_latency(self, name: str, seconds: float) -> None:
-        self._latency.labels(name, name).observe(seconds)
+        self._of(self._latency, name, name).observe(seconds)
 
     def work_duration(self, name: str, seconds: float) -> None:
-        self._work.labels(name, name).observe(seconds)
+        self._of(self._work, name, name).observe(seconds)
 
     # --- reconcile.hooks' HookMetrics ---------------------------------------------------------
 
     def hook_started(self, controller: str, hook: str) -> None:
         """A hook call began (in_flight + 1 until `hook_finished`)."""
-        self._hook_in_flight.labels(controller, hook).inc()
+        self._of(self._hook_in_flight, controller, hook).inc()
 
     def hook_finished(self, controller: str, hook: str, code: str, seconds: float) -> None:
         """A hook call ended with `code` after `seconds`."""
-        self._hook_in_flight.labels(controller, hook).dec()
-        self._hook_requests.labels(controller, hook, code).inc()
-        self._hook_duration.labels(controller, hook).observe(seconds)
+        self._of(self._hook_in_flight, controller, hook).dec()
+        self._of(self._hook_requests, controller, hook, code).inc()
+        self._of(self._hook_duration, controller, hook).observe(seconds)
 
     # --- the manager's --------------------------------------------------------------------
 

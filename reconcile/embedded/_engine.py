@@ -34,6 +34,10 @@ from reconcile.embedded._store import Store
 from reconcile.embedded._validation import check_metadata, generated_prefix_problem
 from reconcile.errors import BadRequest, ReconcileError
 
+# uids: random version-4 UUIDs from a generator of our own (uuid4 asks the OS for randomness on
+# every call; the global `random` is reseeded by test tools, which would repeat uids)
+_UIDS = random.Random()
+
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the API server's: no vowels, no look-alikes
 _GENERATE_ATTEMPTS = 8
 _NAMESPACE_GK = group_kind(NAMESPACE)
@@ -131,7 +135,8 @@ class Engine:
                 break
         else:
             raise _errors.already_exists(info, candidate)
-        new = _lifecycle.created(body, info, name=candidate, uid=str(uuid.uuid4()), now=self.clock.time(),
+        uid = str(uuid.UUID(int=_UIDS.getrandbits(128), version=4))
+        new = _lifecycle.created(body, info, name=candidate, uid=uid, now=self.clock.time(),
                                  generation=self.registry.generation(kind) is not None)
         for reactor in self.reactors:
             reactor.admit(kind, None, new)

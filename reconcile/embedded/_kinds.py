@@ -105,6 +105,7 @@ class Registry:
 
     def __init__(self) -> None:
         self._infos: dict[Kind, ResourceInfo] = {}
+        self._by_group_kind: dict[GroupKind, list[Kind]] | None = None  # kinds_of's index, rebuilt on change
         self._origins: dict[Kind, str] = {}
         self._rules: dict[Kind, NameRule] = {}
         self._handlers: dict[Kind, Storage] = {}
@@ -161,6 +162,7 @@ class Registry:
         if self._origins.get(info.kind) == BUILTIN and origin != BUILTIN:
             return  # like the real server, a CRD or a registration never shadows a built-in kind
         self._infos[info.kind] = info
+        self._by_group_kind = None
         self._origins[info.kind] = origin
         self._rules[info.kind] = rule
         self._generations[info.kind] = generation
@@ -185,6 +187,7 @@ class Registry:
 
     def _forget(self, kind: Kind) -> None:
         self._infos.pop(kind, None)
+        self._by_group_kind = None
         self._origins.pop(kind, None)
         self._rules.pop(kind, None)
         self._generations.pop(kind, None)
@@ -198,4 +201,10 @@ class Registry:
 
     def kinds_of(self, gk: GroupKind) -> list[Kind]:
         """Every served version of one group and kind."""
-        return [kind for kind in self._infos if group_kind(kind) == gk]
+        index = self._by_group_kind
+        if index is None:
+            index = {}
+            for kind in self._infos:
+                index.setdefault(group_kind(kind), []).append(kind)
+            self._by_group_kind = index
+        return list(index.get(gk, ()))
