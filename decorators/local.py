@@ -3,7 +3,8 @@
 `reconcile_manifests(paths)` loads every object into an `EmbeddedCluster` (the
 DecoratorController CRD installed first, then the manifests' CRDs and Namespaces, then the
 rest; a namespaced object without a namespace goes to `default`, as `kubectl apply -f` puts
-it), runs the DecoratorControllers on it until they are idle (reconcile.local.run_until_idle),
+it; kustomization files are skipped), runs the DecoratorControllers on it until they are idle
+(reconcile.local.run_until_idle),
 and returns a `Preview`: what each pass did to targets and attachments, the objects as they
 ended up, and one line per DecoratorController that could not start or target whose last pass
 failed. Webhooks are called for real (`resolve` points in-cluster service names at local
@@ -36,6 +37,7 @@ from reconcile.manager import Manager
 
 NAMESPACE = Kind("v1", "Namespace")
 CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+KUSTOMIZATION_FILES = frozenset(("kustomization.yaml", "kustomization.yml", "Kustomization"))
 
 
 class LocalError(ReconcileError):
@@ -94,6 +96,8 @@ def read(paths: Iterable[str | Path]) -> list[Loaded]:
     found = []
     try:
         for source, text in manifest_texts(paths, sys.stdin):
+            if Path(source).name in KUSTOMIZATION_FILES:
+                continue  # kustomize's own file beside the manifests (Metacontroller's examples have them)
             documents = load_yaml(text, source)
             for number, doc in enumerate(documents, start=1):
                 where = source if len(documents) == 1 else f"{source} (document {number})"

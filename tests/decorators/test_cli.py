@@ -104,6 +104,13 @@ class TestPreview:
                                                                        "my-tests.ctl.rlg.io", True)
         assert role["metadata"]["annotations"]["metacontroller.k8s.io/decorator-controller"] == "crd-role-controller"
 
+    def test_a_kustomization_beside_the_manifests_is_skipped(self, tmp_path: Path, crd_roles: str) -> None:
+        directory = manifests(tmp_path / "m")  # Metacontroller's examples keep one in each folder
+        (directory / "kustomization.yaml").write_text("resources: [controller.yaml]\n")  # no kind, as theirs
+        result = porchkit("-f", str(directory), "--resolve", crd_roles, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "create" in result.stdout and result.stderr == ""
+
     def test_a_python_hook_on_pythonpath_needs_no_server(self, tmp_path: Path) -> None:
         (tmp_path / "lib").mkdir()
         (tmp_path / "lib" / "rolehooks.py").write_text(textwrap.dedent("""\
