@@ -122,7 +122,7 @@ class Passes:
         self.failures: list[str] = []
         self._lock = threading.Lock()
 
-    def report(self, kind: Kind, key: ObjectKey, result: SyncResult | Exception) -> None:
+    def report(self, decorator: str, kind: Kind, key: ObjectKey, result: SyncResult | Exception) -> None:
         with self._lock:
             self.done += 1
             if isinstance(result, Exception):

@@ -26,6 +26,7 @@ Pure except for the cache's lock and clock: no cluster, no hook calls (the contr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -175,7 +176,8 @@ class CustomizeCache:
                 return None
             if entry.expires <= self._clock.monotonic() or entry.generation != _generation(target) \
                     or entry.labels != _labels(target) or entry.annotations != _annotations(target):
-                del self._entries[uid]
+                # out of date for a pass (never trusted again), but kept for `entries` until `put`
+                self._entries[uid] = dataclasses.replace(entry, expires=float("-inf"))
                 return None
             return entry.rules
 
@@ -196,14 +198,18 @@ class CustomizeCache:
         with self._lock:
             self._entries.pop(uid, None)
 
-    def entries(self) -> list[tuple[ObjectKey, Kind, tuple[RelatedRule, ...]]]:
-        """(target key, target kind, rules) for every unexpired entry: to find the targets a change
-        to a related object concerns. An entry may be stale for a target edited since; syncing that
-        target asks the hook again."""
-        now = self._clock.monotonic()
+    def forget_target(self, key: ObjectKey, kind: Kind) -> None:
+        """Drop the entries of the target at `key` (found gone, its uid no longer known)."""
         with self._lock:
-            for uid in [uid for uid, entry in self._entries.items() if entry.expires <= now]:
+            for uid in [uid for uid, entry in self._entries.items() if entry.key == key and entry.kind == kind]:
                 del self._entries[uid]
+
+    def entries(self) -> list[tuple[ObjectKey, Kind, tuple[RelatedRule, ...]]]:
+        """(target key, target kind, rules) for every entry, expired or out of date ones included:
+        to find the targets a change to a related object concerns. The last answer is the best
+        guess there is (a target left alone for longer than the ttl must still hear of its related
+        objects); syncing the target then asks the hook again."""
+        with self._lock:
             return [(entry.key, entry.kind, entry.rules) for entry in self._entries.values()]
 
 

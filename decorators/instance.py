@@ -63,7 +63,8 @@ class Options:
     workers: int = 5
     resolve: Mapping[str, str] = field(default_factory=dict)  # webhook host -> address (see reconcile.hooks)
     follow_resync: bool = True  # honour resyncPeriodSeconds and resyncAfterSeconds (a local preview does not)
-    report: Callable[[Kind, ObjectKey, SyncResult | Exception], None] | None = None  # every pass's result
+    # every pass's result: (decorator name, target kind, target key, what it did or why it failed)
+    report: Callable[[str, Kind, ObjectKey, SyncResult | Exception], None] | None = None
 
 
 class DecoratorInstance:

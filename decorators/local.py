@@ -71,13 +71,13 @@ def reconcile_manifests(paths: Iterable[str | Path], *, resolve: Mapping[str, st
     cluster = EmbeddedCluster()
     cluster.create(decorator_controller_crd())
     loaded = _load(cluster, manifests)
-    results: dict[tuple[Kind, ObjectKey], SyncResult | Exception] = {}
+    results: dict[tuple[str, Kind, ObjectKey], SyncResult | Exception] = {}
     passes: list[SyncResult] = []
     lock = threading.Lock()
 
-    def report(kind: Kind, key: ObjectKey, result: SyncResult | Exception) -> None:
+    def report(decorator: str, kind: Kind, key: ObjectKey, result: SyncResult | Exception) -> None:
         with lock:
-            results[(kind, key)] = result
+            results[(decorator, kind, key)] = result
             if isinstance(result, SyncResult) and (result.target_changed or result.changes):
                 passes.append(result)
 
@@ -146,16 +146,18 @@ def _ensure_namespace(cluster: EmbeddedCluster, name: str) -> None:
 
 
 def _preview(cluster: EmbeddedCluster, loaded: Mapping[tuple[Kind, ObjectKey], Loaded], decorators: Decorators,
-             results: Mapping[tuple[Kind, ObjectKey], SyncResult | Exception], passes: list[SyncResult]) -> Preview:
+             results: Mapping[tuple[str, Kind, ObjectKey], SyncResult | Exception],
+             passes: list[SyncResult]) -> Preview:
     preview = Preview(passes=passes)
     for (kind, key), loaded_as in loaded.items():
         if kind == DECORATOR_CONTROLLER and key.name in decorators.failed:
             preview.errors.append(f"{loaded_as.describe()}: {decorators.failed[key.name]}")
-    for (kind, key), result in sorted(results.items(), key=lambda item: (str(item[0][0]), item[0][1])):
+    for (decorator, kind, key), result in sorted(results.items(), key=lambda item: (item[0][0], str(item[0][1]),
+                                                                                      item[0][2])):
         if isinstance(result, Exception):
             where = loaded.get((kind, key))
             name = where.describe() if where is not None else f"{kind.kind} {key}"
-            preview.errors.append(f"{name}: {result}")
+            preview.errors.append(f"{name}: DecoratorController {decorator}: {result}")
     for result in passes:
         if result.target_changed:
             obj = cluster.get(result.target, result.key)

@@ -76,6 +76,7 @@ class Related:
                 continue
             target = self.cache.get(target_kind, key)
             if target is None:
+                self.answers.forget_target(key, target_kind)
                 continue
             for rule in rules:
                 info = self._known(rule)

@@ -23,9 +23,9 @@ import logging
 import threading
 
 from decorators.instance import DecoratorInstance, Options, UnknownResource, fingerprint
-from decorators.spec import DECORATOR_CONTROLLER, SpecError, parse_decorator, resolve_rule
+from decorators.spec import DECORATOR_CONTROLLER, FINALIZER_PREFIX, SpecError, resolve_rule
 from reconcile import finalizers, objects
-from reconcile.cluster import Obj, ObjectKey
+from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.controller import Controller
 from reconcile.errors import NotFound, ReconcileError, Terminal
 from reconcile.hooks import HookConfigError
@@ -57,6 +57,8 @@ class Decorators:
         self.manager, self.options = manager, options or Options()
         self.running: dict[str, DecoratorInstance] = {}
         self.failed: dict[str, str] = {}  # name -> why it could not start, for local previews
+        # name -> the target kinds whose objects may hold its finalizer (kept across failed rebuilds)
+        self.holding: dict[str, list[Kind]] = {}
         self._lock = threading.Lock()
 
     def controller(self) -> Controller:
@@ -77,7 +79,10 @@ class Decorators:
             return Done()
         self._stop(key.name)
         instance = self._build(obj)
-        self._hold_for_cleanup(obj, instance.hooks.finalize is not None)
+        holding = instance.target_kinds() if instance.hooks.finalize is not None else []
+        self._release(obj, [kind for kind in self.holding.get(key.name, ()) if not _among(kind, holding)])
+        self.holding[key.name] = holding
+        self._hold_for_cleanup(obj, bool(holding))
         with self._lock:
             self.running[key.name] = instance
             self.failed.pop(key.name, None)
@@ -109,9 +114,12 @@ class Decorators:
             instance = self.running.pop(name, None)
         if instance is None:
             return
-        instance.close()  # first: a reconcile waiting on a hook gives up at once
+        for controller in instance.controllers:  # no new passes, on any target kind...
+            controller.queue.shutdown()
+            controller.unbind()
+        instance.close()  # ...then a pass waiting on a hook gives up at once (quietly: see TargetSync)...
         for controller in instance.controllers:
-            self.manager.remove(controller)
+            self.manager.remove(controller)  # ...and the passes in flight are waited for
         log.info("DecoratorController %s stopped", name)
 
     def _hold_for_cleanup(self, obj: Obj, wanted: bool) -> None:
@@ -125,21 +133,40 @@ class Decorators:
             pass
 
     def _clean_up(self, obj: Obj) -> None:
-        """Release the targets' finalizers, then our hold on the DecoratorController."""
+        """Release the targets' finalizers, then our hold on the DecoratorController. The targets are
+        those of every kind it may have decorated: the kinds its running instances held, and those
+        its spec names now, read leniently (an invalid spec must not leave objects stuck)."""
         if not finalizers.has(obj, CLEANUP_FINALIZER):
             return
-        cluster = self.manager.cluster
-        try:
-            spec = parse_decorator(obj)
-        except SpecError:
-            spec = None
-        if spec is not None:
-            served = cluster.resources()
-            for rule in spec.resources:
-                info = resolve_rule(rule.api_version, rule.resource, served)
-                if info is not None:
-                    released = finalizers.release_all(cluster, info.kind, spec.finalizer)
-                    if released:
-                        log.info("released %s from %d %s", spec.finalizer, released, info.kind)
+        name = str(objects.metadata(obj).get("name"))
+        served = self.manager.cluster.resources()
+        kinds = list(self.holding.pop(name, []))
+        for api_version, resource in _rules_named(obj):
+            info = resolve_rule(api_version, resource, served)
+            if info is not None and not _among(info.kind, kinds):
+                kinds.append(info.kind)
+        self._release(obj, kinds)
         with contextlib.suppress(NotFound):
-            finalizers.release(cluster, DECORATOR_CONTROLLER, obj, CLEANUP_FINALIZER)
+            finalizers.release(self.manager.cluster, DECORATOR_CONTROLLER, obj, CLEANUP_FINALIZER)
+
+    def _release(self, obj: Obj, kinds: list[Kind]) -> None:
+        """Remove this DecoratorController's finalizer from every object of `kinds`."""
+        finalizer = FINALIZER_PREFIX + str(objects.metadata(obj).get("name"))
+        for kind in kinds:
+            released = finalizers.release_all(self.manager.cluster, kind, finalizer)
+            if released:
+                log.info("released %s from %d %s", finalizer, released, kind)
+
+
+def _among(kind: Kind, kinds: list[Kind]) -> bool:
+    """Whether `kinds` has `kind`'s group and kind (a finalizer is on the object, whatever the version)."""
+    return any(k.group == kind.group and k.kind == kind.kind for k in kinds)
+
+
+def _rules_named(obj: Obj) -> list[tuple[str, str]]:
+    """(apiVersion, resource) of every spec.resources entry that names both as strings, valid spec or not."""
+    spec = obj.get("spec")
+    rules = spec.get("resources") if isinstance(spec, dict) else None
+    return [(rule["apiVersion"], rule["resource"]) for rule in rules if isinstance(rule, dict)
+            and isinstance(rule.get("apiVersion"), str) and isinstance(rule.get("resource"), str)] \
+        if isinstance(rules, list) else []

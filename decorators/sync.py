@@ -34,9 +34,10 @@ Differences from Metacontroller (docs/decorators.md lists them all):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from decorators.attachments import AttachmentKind, AttachmentsError, Change, manage_attachments
 from decorators.protocol import ResponseError, SyncResponse, build_request, group_key, parse_response
@@ -73,8 +74,14 @@ class Hooks:
     sync: Hook | None = None
     finalize: Hook | None = None
     customize: Hook | None = None
+    _closed: list[bool] = field(default_factory=list, repr=False)
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._closed)
 
     def close(self) -> None:
+        self._closed.append(True)
         for hook in (self.sync, self.finalize, self.customize):
             if hook is not None:
                 hook.close()
@@ -98,7 +105,7 @@ class TargetSync:
     def __init__(self, *, spec: DecoratorSpec, controller: Obj, target: ResourceInfo, selector: TargetSelector,
                  attachments: Sequence[AttachmentKind], hooks: Hooks, cluster: Cluster, cache: InformerCache,
                  related: Related | None = None, mode: str = "3way", follow_resync: bool = True,
-                 report: Callable[[Kind, ObjectKey, SyncResult | Exception], None] | None = None) -> None:
+                 report: Callable[[str, Kind, ObjectKey, SyncResult | Exception], None] | None = None) -> None:
         self.spec, self.controller, self.target, self.selector = spec, controller, target, selector
         self.attachments, self.hooks, self.cluster, self.cache = tuple(attachments), hooks, cluster, cache
         self.related, self.mode, self.follow_resync, self.report = related, mode, follow_resync, report
@@ -109,12 +116,13 @@ class TargetSync:
         return self.hooks.finalize is not None
 
     def __call__(self, key: ObjectKey) -> Outcome:
-        if self.report is None:
-            return self._pass(key)
         try:
             return self._pass(key)
         except Exception as err:
-            self.report(self.target.kind, key, err)
+            if self.hooks.closed:
+                return Done()  # this instance is being replaced or removed: the next one syncs the target
+            if self.report is not None:
+                self.report(self.spec.name, self.target.kind, key, err)
             raise
 
     def _pass(self, key: ObjectKey) -> Outcome:
@@ -129,10 +137,17 @@ class TargetSync:
         deleting = objects.is_deleting(target)
         if deleting and not held:
             return Done()  # nothing of ours holds it: the garbage collector removes the attachments
+        if held and finalizers.should_release(target, finalizer):
+            # porchkit.dev/release-finalizers: let go without cleanup, and keep away
+            with contextlib.suppress(NotFound):
+                finalizers.release(self.cluster, kind, target, finalizer)
+            return Done()
         target = self._sync_finalizer(target, selected, held)
         if target is None:
             return Done()
         held = finalizers.has(target, finalizer)
+        if not selected and not held or deleting and not held:
+            return Done()  # we just let go of it (the spec dropped its finalize hook)
         finalizing = held and (deleting or not selected)
         hook = self.hooks.finalize if finalizing else self.hooks.sync
         if hook is None:
@@ -147,7 +162,7 @@ class TargetSync:
         if changed is None:
             return Done()  # the target changed meanwhile: its watch event brings us back
         changes: list[Change] = []
-        if self._may_manage(changed):
+        if self._may_manage(target):  # as it was before write-back: a `finalized` answer still cleans up
             desired = [self._defaulted(obj, target) for obj in response.attachments]
             try:
                 changes = manage_attachments(self.cluster, target, self.attachments, self._observed(target),
@@ -155,8 +170,9 @@ class TargetSync:
             except AttachmentsError as err:
                 raise SyncError(err) from None
         if self.report is not None:
-            self.report(kind, key, SyncResult(self.spec.name, kind, key, "finalize" if finalizing else "sync",
-                                              changed is not target, tuple(changes)))
+            done = SyncResult(self.spec.name, kind, key, "finalize" if finalizing else "sync",
+                              changed is not target, tuple(changes))
+            self.report(self.spec.name, kind, key, done)
         return self._resync_later(response)
 
     # --- the steps --------------------------------------------------------------------------

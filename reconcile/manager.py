@@ -153,9 +153,12 @@ class Manager:
             threads = self._threads_of.pop(controller.name, [])
         controller.unbind()
         drained = controller.queue.shutdown(drain=True, timeout=self.grace_period)
+        self.metrics.untrack_queue(controller.queue)
         if drained:
             for thread in threads:
                 thread.join()
+            with self._cond:
+                self._workers = [worker for worker in self._workers if worker not in threads]
         return drained
 
     # --- state, for health checks ---------------------------------------------------------------

@@ -199,6 +199,11 @@ class Metrics:
         with self._lock:
             self._queues.append(queue)
 
+    def untrack_queue(self, queue: InFlight) -> None:
+        """Stop reporting a queue (its controller was removed); unknown ones are ignored."""
+        with self._lock:
+            self._queues = [q for q in self._queues if q is not queue]
+
     # --- exposition ------------------------------------------------------------------------
 
     def render(self) -> str:

@@ -34,3 +34,21 @@ def report_status(request: Request) -> Answer:
     return {"status": {"phase": "Decorated", "observedName": name},
             "labels": {"decorated": "true", "stale": None},
             "annotations": {"obsolete": None}}
+
+
+def finalize_at_once(request: Request) -> Answer:
+    """Finalize in one answer: no attachments, and done (without waiting to see them gone)."""
+    return {"attachments": [], "finalized": True}
+
+
+def attach_first_slowly(request: Request) -> Answer:
+    """attach_first, after a pause: passes are still in flight when a spec edit arrives."""
+    import time
+
+    time.sleep(0.2)
+    return attach_first(request)
+
+
+def fail_finalize(request: Request) -> Answer:
+    """A finalize hook that never succeeds."""
+    raise RuntimeError("the cleanup cannot be done")

@@ -63,6 +63,7 @@ CRD = textwrap.dedent("""\
           schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
     """)
 ROLE = "my-tests.ctl.rlg.io-reader"
+ROOT = Path(__file__).resolve().parents[2]  # where `tests.decorators.pyhooks` imports from
 
 
 def manifests(directory: Path, *, hook: str = WEBHOOK, operator: str = "Exists") -> Path:
@@ -128,6 +129,28 @@ class TestPreview:
 
 
 class TestFailures:
+    def test_one_failing_decorator_is_named_though_another_succeeds_on_the_same_target(self, tmp_path: Path) -> None:
+        directory = tmp_path / "m"
+        directory.mkdir()
+        for name, function in (("a-broken", "fail_finalize"), ("b-fine", "attach_first_slowly")):
+            (directory / f"{name}.yaml").write_text(textwrap.dedent(f"""\
+                apiVersion: metacontroller.k8s.io/v1alpha1
+                kind: DecoratorController
+                metadata: {{name: {name}}}
+                spec:
+                  resources: [{{apiVersion: v1, resource: configmaps, labelSelector: {{matchLabels: {{sel: "yes"}}}}}}]
+                  attachments: [{{apiVersion: v1, resource: configmaps}}]
+                  hooks: {{sync: {{python: {{function: "tests.decorators.pyhooks:{function}"}}}}}}
+                """))
+        (directory / "target.yaml").write_text(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: t, labels: {sel: 'yes'}}\n")
+        result = porchkit("-f", str(directory), cwd=ROOT)
+        assert result.returncode == 1
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"porchkit: {directory / 'target.yaml'}: ConfigMap default/t: "
+                               "DecoratorController a-broken: Sync error: "), line
+        assert "b-fine" in result.stdout  # its attachment is in the table
+
     def test_an_invalid_decorator_is_one_line_naming_file_object_and_field(self, tmp_path: Path,
                                                                            crd_roles: str) -> None:
         directory = manifests(tmp_path / "m", operator="Gt")
@@ -161,7 +184,7 @@ class TestFailures:
         assert result.returncode == 1
         [line] = result.stderr.splitlines()
         assert line.startswith(f"porchkit: {tmp_path / 'm' / 'my-crd.yaml'}: CustomResourceDefinition "
-                               f"my-tests.ctl.rlg.io: Sync error: POST "
+                               f"my-tests.ctl.rlg.io: DecoratorController crd-role-controller: Sync error: POST "
                                f"http://crd-role-controller.metacontroller/sync-crd-role failed: "), line
         assert "Traceback" not in result.stderr
 
@@ -184,5 +207,6 @@ class TestFailures:
                           "--timeout", "20", cwd=tmp_path)
         assert result.returncode == 1
         [line] = result.stderr.splitlines()
-        assert line.startswith(f"porchkit: {directory / 'target.yaml'}: ConfigMap default/a: Sync error: "), line
+        assert line.startswith(f"porchkit: {directory / 'target.yaml'}: ConfigMap default/a: "
+                               "DecoratorController busy: Sync error: "), line
         assert "429" in line  # not "the controllers were still busy after 20s"

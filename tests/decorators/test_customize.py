@@ -277,7 +277,8 @@ class TestCache:
         cache = CustomizeCache(FakeClock())
         cache.put(target(), RULES)
         assert cache.get(target(**edit)) is None
-        assert cache.get(target()) is None  # the stale entry is gone, not kept for the old state
+        assert cache.get(target()) is None  # the stale entry is not trusted again, even for the old state
+        assert [rules for _, _, rules in cache.entries()] == [RULES]  # but still maps related changes
 
     def test_an_answer_expires_after_the_ttl(self) -> None:
         clock = FakeClock()
@@ -304,13 +305,17 @@ class TestCache:
         cache.forget("never-there")
         assert cache.get(target()) is None
 
-    def test_entries_list_unexpired_answers_with_their_targets(self) -> None:
+    def test_entries_keep_expired_answers_until_their_target_is_forgotten(self) -> None:
         clock = FakeClock()
         cache = CustomizeCache(clock, ttl=10.0)
         cache.put(target("u1", name="a"), RULES)
         clock.advance(5.0)
         cache.put(target("u2", name="b"), ())
         clock.advance(5.0)
+        assert cache.get(target("u1", name="a")) is None  # expired for a pass...
+        assert cache.entries() == [(ObjectKey("web", "a"), Kind("apps/v1", "StatefulSet"), RULES),
+                                   (ObjectKey("web", "b"), Kind("apps/v1", "StatefulSet"), ())]  # ...not for mapping
+        cache.forget_target(ObjectKey("web", "a"), Kind("apps/v1", "StatefulSet"))
         assert cache.entries() == [(ObjectKey("web", "b"), Kind("apps/v1", "StatefulSet"), ())]
 
     def test_a_target_without_uid_is_not_cached(self) -> None:
