@@ -21,7 +21,8 @@ Attachments use `updateStrategy: InPlace`, so an idle pass really compares each 
 the hook's answer (under OnDelete it could not write anything anyway). The webhook server is a
 stdlib ThreadingHTTPServer with HTTP/1.1 keep-alive, in a process of its own. `cpu %` is this
 process's CPU time over the converge's wall time: near 100 means one core's worth of Python is
-the limit (the GIL), not waiting.
+the limit (the GIL), not waiting. The garbage collector is tuned as `porchkit manager` tunes it
+(reconcile.gctuning).
 
 Run: `python bench/decorators_bench.py [--targets N] [--workers N] [--hooks python,pipeline,webhook]
 [--repeat N]` (or `make bench`). With --repeat, each hook's best converge counts (the figures
@@ -57,6 +58,7 @@ from decorators.sync import SyncResult
 from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.controller import Controller
 from reconcile.embedded import EmbeddedCluster
+from reconcile.gctuning import tune_for_controllers
 from reconcile.manager import Manager
 
 NAMESPACE = "bench"
@@ -424,6 +426,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     hooks = [hook for hook in args.hooks.split(",") if hook]
     if unknown := sorted(set(hooks) - set(HOOKS)):
         parser.error(f"--hooks: unknown {', '.join(unknown)} (expected {', '.join(HOOKS)})")
+    tune_for_controllers()  # as `porchkit manager` and the local reconcile commands run
     print(f"{args.targets:,} targets x 2 attachments, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f} at the start")
     if args.profile:

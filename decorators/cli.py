@@ -45,6 +45,9 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
 def reconcile_files(args: argparse.Namespace) -> int:
     from reconcile import logs
+    from reconcile.gctuning import tune_for_controllers
+
+    tune_for_controllers()
 
     # The controllers log each failed pass and its retries; the summary below names what is left
     # failing, once, so their lines are only wanted when asked for.

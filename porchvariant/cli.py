@@ -78,6 +78,9 @@ def render_files(args: argparse.Namespace) -> int:
 def reconcile_files(args: argparse.Namespace) -> int:
     from porchvariant.embedded.render import PipelineRenderer
     from porchvariant.local import reconcile_manifests
+    from reconcile.gctuning import tune_for_controllers
+
+    tune_for_controllers()
 
     manifests = read_manifests(args.files)
     renderer = PipelineRenderer(in_process=_in_process_functions(getattr(args, "in_process_functions", "")))

@@ -60,10 +60,12 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 def run_manager(args: argparse.Namespace) -> int:
     from reconcile import health, logs
     from reconcile.events import EventRecorder
+    from reconcile.gctuning import tune_for_controllers
     from reconcile.manager import Manager
 
     factories: Mapping[str, str] = args.controller_factories
     _check_flags(args)
+    tune_for_controllers()
     names = selected_controllers(args.controllers, factories)
     address = None if args.health_addr in ("0", "") else _address(args.health_addr)
     logs.configure(args.log_format, args.log_level)
