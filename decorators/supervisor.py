@@ -80,9 +80,13 @@ class Decorators:
         self._stop(key.name)
         instance = self._build(obj)
         holding = instance.target_kinds() if instance.hooks.finalize is not None else []
-        self._release(obj, [kind for kind in self.holding.get(key.name, ()) if not _among(kind, holding)])
-        self.holding[key.name] = holding
-        self._hold_for_cleanup(obj, bool(holding))
+        try:
+            self._release(obj, [kind for kind in self.holding.get(key.name, ()) if not _among(kind, holding)])
+            self.holding[key.name] = holding
+            self._hold_for_cleanup(obj, bool(holding))
+        except Exception:
+            instance.close()  # never started: its hooks (a python pool, connections) go with it; retried
+            raise
         with self._lock:
             self.running[key.name] = instance
             self.failed.pop(key.name, None)
