@@ -123,7 +123,8 @@ def manage_attachments(cluster: Cluster, target: Obj, kinds: Sequence[Attachment
     `observed` holds, per rule kind, the attachments found for the target; `desired` is the
     hook's answer with namespaces defaulted. Each desired object is stamped with
     DECORATOR_ANNOTATION = `decorator` and owned by `target` (a controller reference). Observed
-    objects not desired are deleted (Background, uid precondition). Desired ones are created when
+    objects not desired are deleted (Background, uid precondition), unless some desired object
+    could not be used (then nothing is deleted in this pass). Desired ones are created when
     absent, else handled by their rule's method. `mode` "3way" is Metacontroller's dynamic apply
     (last-applied annotation), "ssa" server-side apply as `field_manager`.
 
@@ -133,7 +134,9 @@ def manage_attachments(cluster: Cluster, target: Obj, kinds: Sequence[Attachment
     run = _Pass(cluster, target, decorator, field_manager)
     wanted = run.plan(kinds, desired)
     present = _index(observed)
-    for identity, (kind, obj) in present.items():
+    # An answer with an attachment we cannot use may have meant to keep one we observe: delete
+    # nothing until the whole answer is understood.
+    for identity, (kind, obj) in present.items() if not run.failures else ():
         if identity not in wanted and not objects.is_deleting(obj):
             run.delete(kind, obj, "delete")
     for identity, (rule, obj) in wanted.items():

@@ -542,3 +542,12 @@ def test_the_idle_shortcut_never_hides_an_update_the_merge_would_make(
         if update is None:
             return
         observed = update
+
+
+def test_an_answer_with_an_unusable_attachment_deletes_nothing(cluster: EmbeddedCluster, target: Obj) -> None:
+    sync(cluster, target, [rule()], [configmap("kept", {"k": "v"}), configmap("other", {"k": "v"})])
+    broken = {"kind": "ConfigMap", "metadata": {"name": "kept", "namespace": "default"}}  # no apiVersion
+    with pytest.raises(AttachmentsError) as raised:
+        sync(cluster, target, [rule()], [broken])
+    assert raised.value.changes == ()
+    assert get(cluster, CONFIGMAP, "kept") is not None and get(cluster, CONFIGMAP, "other") is not None
