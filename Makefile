@@ -35,7 +35,7 @@ e2e: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy deltapipe krmfn porchkit porchvariant reconcile decorators
+	$(VENV)/bin/mypy deltapipe krmfn porchkit porchvariant reconcile decorators mapctl
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache *.egg-info
