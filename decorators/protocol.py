@@ -24,15 +24,13 @@ controller), or write anything back (writeback.py).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from decorators.spec import DECORATOR_CONTROLLER, HOOK_VERSIONS, describe
+from decorators.spec import DECORATOR_CONTROLLER
 from reconcile.cluster import Kind, Obj
-from reconcile.errors import ReconcileError
-from reconcile.patching import clone
+from reconcile.fields import HOOK_VERSIONS, FieldError, answer_object, answer_shape, describe_json, resync_after
 
 ResponseShape = Mapping[str, tuple[type, ...]]
 """Top-level field -> the Python types json.loads may give it (as `reconcile.hooks.ResponseShape`)."""
@@ -48,13 +46,8 @@ RESPONSE_SHAPE: ResponseShape = {
 }
 
 
-class ResponseError(ReconcileError):
+class ResponseError(FieldError):
     """A hook answer that cannot be used; str() is `"{field}: {problem}"`."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
-        self.field = field
-        self.problem = problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,26 +111,17 @@ def build_request(controller: Mapping[str, Any], target: Mapping[str, Any], targ
 def parse_response(raw: Mapping[str, Any]) -> SyncResponse:
     """The checked answer of a sync or finalize hook. `resyncAfterSeconds` of 0 or less means no
     resync, and `finalized: null` means false. Raises ResponseError naming the field at fault."""
-    if not isinstance(raw, Mapping):
-        raise ResponseError("<response>", f"must be a JSON object, not {describe_json(raw)}")
-    for field, types in RESPONSE_SHAPE.items():
-        value = raw.get(field)
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            raise ResponseError(field, f"must be {_expected(types)}, not {describe_json(value)}")
+    answer_shape(raw, RESPONSE_SHAPE, ResponseError)
     return SyncResponse(
         labels=_string_map(raw.get("labels"), "labels"),
         annotations=_string_map(raw.get("annotations"), "annotations"),
         status=raw.get("status"),
-        attachments=tuple(_attachment(item, f"attachments[{i}]")
+        attachments=tuple(answer_object(item, f"attachments[{i}]", ResponseError)
                           for i, item in enumerate(raw.get("attachments") or [])),
-        resync_after=_resync_after(raw.get("resyncAfterSeconds")),
+        resync_after=resync_after(raw.get("resyncAfterSeconds"), ResponseError),
         finalized=bool(raw.get("finalized")),
     )
 
-
-def describe_json(value: Any) -> str:
-    """A JSON value's type in an error about a hook's answer: "an object", "a list", "a string"."""
-    return "an object" if isinstance(value, Mapping) else describe(value)
 
 
 def _object_maps(groups: Mapping[str, Sequence[Mapping[str, Any]]], target: Mapping[str, Any],
@@ -167,41 +151,4 @@ def _string_map(value: Any, field: str) -> Mapping[str, str | None] | None:
     return result
 
 
-def _attachment(item: Any, field: str) -> Obj:
-    if not isinstance(item, Mapping):
-        raise ResponseError(field, f"must be an object, not {describe_json(item)}")
-    for key in ("apiVersion", "kind"):
-        _required_string(item.get(key), f"{field}.{key}")
-    meta = item.get("metadata")
-    if meta is None:
-        raise ResponseError(f"{field}.metadata.name", "required")
-    if not isinstance(meta, Mapping):
-        raise ResponseError(f"{field}.metadata", f"must be an object, not {describe_json(meta)}")
-    _required_string(meta.get("name"), f"{field}.metadata.name")
-    namespace = meta.get("namespace")
-    if namespace is not None and not isinstance(namespace, str):
-        raise ResponseError(f"{field}.metadata.namespace", f"must be a string, not {describe_json(namespace)}")
-    if type(item) is dict:
-        return item
-    converted: Obj = clone(item)
-    return converted
 
-
-def _required_string(value: Any, field: str) -> None:
-    if value is None or value == "":
-        raise ResponseError(field, "required")
-    if not isinstance(value, str):
-        raise ResponseError(field, f"must be a string, not {describe_json(value)}")
-
-
-def _resync_after(value: Any) -> float | None:
-    if value is None:
-        return None
-    if not math.isfinite(value):
-        raise ResponseError("resyncAfterSeconds", f"must be a finite number, not {value}")
-    return float(value) if value > 0 else None
-
-
-def _expected(types: tuple[type, ...]) -> str:
-    names = {dict: "an object", list: "a list", int: "a number", float: "a number", bool: "a boolean", _NONE: "null"}
-    return " or ".join(dict.fromkeys(names[t] for t in types))

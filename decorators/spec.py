@@ -26,32 +26,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconcile.cluster import Kind, ResourceInfo
-from reconcile.errors import BadRequest, ReconcileError
+from reconcile.errors import BadRequest
+from reconcile.fields import (
+    FieldError,
+    describe,
+    hook_spec,
+    mapping,
+    required_string,
+    resync_period,
+    update_method,
+)
 from reconcile.patching import clone
 from reconcile.selectors import LabelSelector, check_label_key, check_label_value, parse_labels
 
 DECORATOR_CONTROLLER = Kind("metacontroller.k8s.io/v1alpha1", "DecoratorController")
 FINALIZER_PREFIX = "metacontroller.io/decoratorcontroller-"
 DECORATOR_ANNOTATION = "metacontroller.k8s.io/decorator-controller"
-UPDATE_METHODS = ("OnDelete", "Recreate", "InPlace")
-HOOK_VERSIONS = ("v1", "v2")
+UPDATE_METHODS = ("OnDelete", "Recreate", "InPlace")  # the Rolling* methods behave as these (spec Appendix A)
 HOOK_NAMES = ("sync", "finalize", "customize")
 
-# Decorators have no rolling update: the CRD accepts the Rolling* methods and they behave as
-# their plain counterparts (spec (a), Appendix A).
-_METHODS = {"": "OnDelete", "OnDelete": "OnDelete", "Recreate": "Recreate", "InPlace": "InPlace",
-            "RollingRecreate": "Recreate", "RollingInPlace": "InPlace"}
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
-_INT32_MAX = 2**31 - 1
 
 
-class SpecError(ReconcileError):
+class SpecError(FieldError):
     """A DecoratorController that cannot run as written; str() is `"{field}: {problem}"`."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
-        self.field = field
-        self.problem = problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,25 +101,25 @@ def parse_decorator(obj: Mapping[str, Any]) -> DecoratorSpec:
     entry) and shares nothing with the result. Raises SpecError naming the field at fault."""
     if not isinstance(obj, Mapping):
         raise SpecError("<object>", f"must be a map, not {describe(obj)}")
-    name = _required_string(_map(obj.get("metadata"), "metadata"), "name", "metadata")
-    spec = _map(obj.get("spec"), "spec", required=True)
+    name = required_string(mapping(obj.get("metadata"), "metadata", error=SpecError), "name", "metadata", SpecError)
+    spec = mapping(obj.get("spec"), "spec", required=True, error=SpecError)
     resources = _list(spec.get("resources"), "spec.resources")
     if not resources:
         raise SpecError("spec.resources", "at least one resource rule is required")
     hooks = spec.get("hooks")
     if hooks is None:
         raise SpecError("spec.hooks", "no hooks defined")
-    hooks = _map(hooks, "spec.hooks")
+    hooks = mapping(hooks, "spec.hooks", error=SpecError)
     return DecoratorSpec(
         name=name,
         resources=tuple(_resource_rule(item, f"spec.resources[{i}]") for i, item in enumerate(resources)),
         attachments=tuple(_attachment_rule(item, f"spec.attachments[{i}]")
                           for i, item in enumerate(_list(spec.get("attachments"), "spec.attachments"))),
-        sync=_hook(hooks, "sync"),
-        finalize=_hook(hooks, "finalize"),
-        customize=_hook(hooks, "customize"),
-        resync_period=_resync_period(spec.get("resyncPeriodSeconds")),
-        endpoint_configs=tuple(clone(_map(item, f"spec.endpointConfigs[{i}]")) for i, item in
+        sync=hook_spec(hooks, "sync", SpecError),
+        finalize=hook_spec(hooks, "finalize", SpecError),
+        customize=hook_spec(hooks, "customize", SpecError),
+        resync_period=resync_period(spec.get("resyncPeriodSeconds"), SpecError),
+        endpoint_configs=tuple(clone(mapping(item, f"spec.endpointConfigs[{i}]", error=SpecError)) for i, item in
                                enumerate(_list(spec.get("endpointConfigs"), "spec.endpointConfigs"))),
     )
 
@@ -134,10 +132,6 @@ def resolve_rule(api_version: str, resource: str, served: Iterable[ResourceInfo]
     return None
 
 
-def hook_version(hook: Mapping[str, Any] | None) -> str:
-    """The protocol version of a hook spec: its `version`, "v1" when it has none."""
-    return str((hook or {}).get("version") or "v1")
-
 
 def compile_selector(raw: Any, field: str, *, match_key: str = "matchLabels") -> LabelSelector:
     """A `metav1.LabelSelector`-shaped map compiled; `match_key` names its equality map
@@ -145,9 +139,9 @@ def compile_selector(raw: Any, field: str, *, match_key: str = "matchLabels") ->
     SpecError naming the exact field, such as `...matchExpressions[1].values[0]`."""
     if raw is None:
         return parse_labels(None)
-    raw = _map(raw, field)
+    raw = mapping(raw, field, error=SpecError)
     syntax = "" if match_key == "matchLabels" else " (annotation selectors take label syntax)"
-    match = _map(raw.get(match_key), f"{field}.{match_key}")
+    match = mapping(raw.get(match_key), f"{field}.{match_key}", error=SpecError)
     for key, value in match.items():
         where = f"{field}.{match_key}[{json.dumps(key)}]"
         _check_key(key, where, syntax)
@@ -163,31 +157,15 @@ def compile_selector(raw: Any, field: str, *, match_key: str = "matchLabels") ->
         raise SpecError(field, err.message) from err
 
 
-def describe(value: Any) -> str:
-    """A JSON value's type as a person says it: "a map", "a string", "null"."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Mapping):
-        return "a map"
-    if isinstance(value, list | tuple):
-        return "a list"
-    return type(value).__name__
-
 
 def _resource_rule(raw: Any, field: str) -> ResourceRule:
-    item = _map(raw, field)
+    item = mapping(raw, field, error=SpecError)
     ignore = item.get("ignoreStatusChanges")
     if ignore is not None and not isinstance(ignore, bool):
         raise SpecError(f"{field}.ignoreStatusChanges", f"must be a boolean, not {describe(ignore)}")
     return ResourceRule(
-        api_version=_required_string(item, "apiVersion", field),
-        resource=_required_string(item, "resource", field),
+        api_version=required_string(item, "apiVersion", field, SpecError),
+        resource=required_string(item, "resource", field, SpecError),
         labels=compile_selector(item.get("labelSelector"), f"{field}.labelSelector"),
         annotations=compile_selector(item.get("annotationSelector"), f"{field}.annotationSelector",
                                      match_key="matchAnnotations"),
@@ -196,45 +174,18 @@ def _resource_rule(raw: Any, field: str) -> ResourceRule:
 
 
 def _attachment_rule(raw: Any, field: str) -> AttachmentRule:
-    item = _map(raw, field)
-    api_version = _required_string(item, "apiVersion", field)
-    resource = _required_string(item, "resource", field)
-    strategy = _map(item.get("updateStrategy"), f"{field}.updateStrategy")
-    method = strategy.get("method")
-    if method is None:
-        method = ""
-    if not isinstance(method, str) or method not in _METHODS:
-        shown = json.dumps(method) if isinstance(method, str) else describe(method)
-        raise SpecError(f"{field}.updateStrategy.method", f"{shown} is not an update method "
-                        f"(OnDelete, Recreate, InPlace, RollingRecreate, RollingInPlace)")
-    return AttachmentRule(api_version=api_version, resource=resource, method=_METHODS[method])
+    item = mapping(raw, field, error=SpecError)
+    api_version = required_string(item, "apiVersion", field, SpecError)
+    resource = required_string(item, "resource", field, SpecError)
+    strategy = mapping(item.get("updateStrategy"), f"{field}.updateStrategy", error=SpecError)
+    return AttachmentRule(api_version=api_version, resource=resource,
+                          method=update_method(strategy, f"{field}.updateStrategy", SpecError))
 
 
-def _hook(hooks: Mapping[str, Any], name: str) -> dict[str, Any] | None:
-    raw = hooks.get(name)
-    if raw is None:  # `finalize:` with nothing after it is null in YAML: no hook, as in Go
-        return None
-    hook = _map(raw, f"spec.hooks.{name}")
-    version = hook.get("version")
-    if version is not None and version not in HOOK_VERSIONS:
-        shown = json.dumps(version) if isinstance(version, str) else describe(version)
-        raise SpecError(f"spec.hooks.{name}.version", f"{shown} is not a hook version (v1, v2)")
-    result: dict[str, Any] = clone(hook)
-    return result
-
-
-def _resync_period(raw: Any) -> float | None:
-    if raw is None:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        raise SpecError("spec.resyncPeriodSeconds", f"must be an integer, not {describe(raw)}")
-    if raw > _INT32_MAX:
-        raise SpecError("spec.resyncPeriodSeconds", f"{raw} is too large (at most {_INT32_MAX})")
-    return float(max(raw, 1))  # below 1, even 0, means every second (Metacontroller)
 
 
 def _check_expression(raw: Any, field: str, syntax: str) -> None:
-    expression = _map(raw, field)
+    expression = mapping(raw, field, error=SpecError)
     key = expression.get("key")
     if key is None or key == "":
         raise SpecError(f"{field}.key", "required")
@@ -268,23 +219,6 @@ def _check_value(value: str, field: str, syntax: str) -> None:
         raise SpecError(field, f"{json.dumps(value)} is not a valid value{syntax}: {problem}")
 
 
-def _required_string(item: Mapping[str, Any], key: str, field: str) -> str:
-    value = item.get(key)
-    if value is None or value == "":
-        raise SpecError(f"{field}.{key}", "required")
-    if not isinstance(value, str):
-        raise SpecError(f"{field}.{key}", f"must be a string, not {describe(value)}")
-    return value
-
-
-def _map(value: Any, field: str, *, required: bool = False) -> Mapping[str, Any]:
-    if value is None:
-        if required:
-            raise SpecError(field, "required")
-        return {}
-    if not isinstance(value, Mapping):
-        raise SpecError(field, f"must be a map, not {describe(value)}")
-    return value
 
 
 def _list(value: Any, field: str) -> list[Any]:

@@ -29,29 +29,22 @@ Does not: call hooks (reconcile.hooks), tag outputs (keys.py), or write anything
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mapctl.spec import MAP_CONTROLLER, describe
+from mapctl.spec import MAP_CONTROLLER
 from reconcile.cluster import Kind, Obj
-from reconcile.errors import ReconcileError
+from reconcile.fields import FieldError, answer_object, answer_shape, resync_after
 from reconcile.hooks import ResponseShape
-from reconcile.patching import clone
 
 _NONE = type(None)
 MAP_SHAPE: ResponseShape = {"outputs": (list, _NONE), "resyncAfterSeconds": (int, float, _NONE)}
 TOMBSTONE_SHAPE: ResponseShape = {"outputs": (list, _NONE)}
 
 
-class ResponseError(ReconcileError):
+class ResponseError(FieldError):
     """A hook answer that cannot be used; str() is `"{field}: {problem}"`."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
-        self.field = field
-        self.problem = problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,15 +86,15 @@ def parse_map_response(raw: Mapping[str, Any], *, namespace: str) -> MapResponse
     """The checked answer of a map hook for a parent in `namespace` ("" when cluster-scoped).
     `outputs: null` means none; `resyncAfterSeconds` of 0 or less means no resync. Raises
     ResponseError naming the field at fault."""
-    _check_shape(raw, MAP_SHAPE)
+    answer_shape(raw, MAP_SHAPE, ResponseError)
     return MapResponse(outputs=_outputs(raw.get("outputs"), namespace),
-                       resync_after=_resync_after(raw.get("resyncAfterSeconds")))
+                       resync_after=resync_after(raw.get("resyncAfterSeconds"), ResponseError))
 
 
 def parse_tombstone_response(raw: Mapping[str, Any], *, namespace: str) -> tuple[Obj, ...]:
     """The detached outputs a tombstone hook keeps (every other one is deleted), checked as map
     outputs are. Raises ResponseError naming the field at fault."""
-    _check_shape(raw, TOMBSTONE_SHAPE)
+    answer_shape(raw, TOMBSTONE_SHAPE, ResponseError)
     return _outputs(raw.get("outputs"), namespace)
 
 
@@ -114,14 +107,6 @@ def _name(obj: Mapping[str, Any]) -> str:
     return str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
 
 
-def _check_shape(raw: Any, shape: ResponseShape) -> None:
-    if not isinstance(raw, Mapping):
-        raise ResponseError("<response>", f"must be a JSON object, not {_describe(raw)}")
-    for field, types in shape.items():
-        value = raw.get(field)
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            raise ResponseError(field, f"must be {_expected(types)}, not {_describe(value)}")
-
 
 def _outputs(items: list[Any] | None, namespace: str) -> tuple[Obj, ...]:
     seen: dict[tuple[str, str, str], int] = {}
@@ -132,55 +117,20 @@ def _outputs(items: list[Any] | None, namespace: str) -> tuple[Obj, ...]:
         kind = Kind.of(output)
         identity = (kind.group, kind.kind, _name(output))  # two versions of one object are one object
         if identity in seen:
-            raise ResponseError(field, f"{identity[1]} {json.dumps(identity[2])} is already outputs[{seen[identity]}]")
+            raise ResponseError(field, f"{identity[1]} {json.dumps(identity[2])} is already "
+                                       f"outputs[{seen[identity]}]")
         seen[identity] = i
         outputs.append(output)
     return tuple(outputs)
 
 
 def _output(item: Any, field: str, namespace: str) -> Obj:
-    if not isinstance(item, Mapping):
-        raise ResponseError(field, f"must be an object, not {_describe(item)}")
-    for key in ("apiVersion", "kind"):
-        _required_string(item.get(key), f"{field}.{key}")
-    meta = item.get("metadata")
-    if meta is None:
-        raise ResponseError(f"{field}.metadata.name", "required")
-    if not isinstance(meta, Mapping):
-        raise ResponseError(f"{field}.metadata", f"must be an object, not {_describe(meta)}")
-    _required_string(meta.get("name"), f"{field}.metadata.name")
-    written = meta.get("namespace")
-    if written is not None and written != "":
-        if not isinstance(written, str):
-            raise ResponseError(f"{field}.metadata.namespace", f"must be a string, not {_describe(written)}")
-        if written != namespace:
-            raise ResponseError(f"{field}.metadata.namespace",
-                                f"{json.dumps(written)} is not the parent's namespace {json.dumps(namespace)}")
-    if type(item) is dict:
-        return item
-    converted: Obj = clone(item)
-    return converted
+    output = answer_object(item, field, ResponseError)
+    written = output["metadata"].get("namespace")
+    if written and written != namespace:
+        raise ResponseError(f"{field}.metadata.namespace",
+                            f"{json.dumps(written)} is not the parent's namespace {json.dumps(namespace)}")
+    return output
 
 
-def _required_string(value: Any, field: str) -> None:
-    if value is None or value == "":
-        raise ResponseError(field, "required")
-    if not isinstance(value, str):
-        raise ResponseError(field, f"must be a string, not {_describe(value)}")
 
-
-def _resync_after(value: Any) -> float | None:
-    if value is None:
-        return None
-    if not math.isfinite(value):
-        raise ResponseError("resyncAfterSeconds", f"must be a finite number, not {value}")
-    return float(value) if value > 0 else None
-
-
-def _describe(value: Any) -> str:
-    return "an object" if isinstance(value, Mapping) else describe(value)
-
-
-def _expected(types: tuple[type, ...]) -> str:
-    names = {dict: "an object", list: "a list", int: "a number", float: "a number", bool: "a boolean", _NONE: "null"}
-    return " or ".join(dict.fromkeys(names[t] for t in types))

@@ -22,8 +22,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mapctl.spec import describe
 from reconcile.errors import ReconcileError
+from reconcile.fields import describe
 from reconcile.objects import controller_of, labels_of, metadata
 from reconcile.selectors import EVERYTHING, LabelSelector, check_label_key, check_label_value, parse_labels
 

@@ -28,27 +28,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconcile.cluster import Kind
-from reconcile.errors import ReconcileError
-from reconcile.patching import clone
+from reconcile.fields import (
+    FieldError,
+    describe,
+    hook_spec,
+    mapping,
+    required_string,
+    resync_period,
+    update_method,
+)
 from reconcile.selectors import check_label_value
 
 MAP_CONTROLLER = Kind("porchkit.dev/v1alpha1", "MapController")
-HOOK_VERSIONS = ("v1", "v2")
-
-# The CRD accepts the Rolling* methods; without a rolling update they behave as their plain
-# counterparts (as for DecoratorController attachments).
-_METHODS = {"OnDelete": "OnDelete", "Recreate": "Recreate", "InPlace": "InPlace",
-            "RollingRecreate": "Recreate", "RollingInPlace": "InPlace"}
-_INT32_MAX = 2**31 - 1
 
 
-class SpecError(ReconcileError):
+class SpecError(FieldError):
     """A MapController that cannot run as written; str() is `"{field}: {problem}"`."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
-        self.field = field
-        self.problem = problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +81,12 @@ def parse_map_controller(obj: Mapping[str, Any]) -> MapSpec:
     nothing with the result. Raises SpecError naming the field at fault."""
     if not isinstance(obj, Mapping):
         raise SpecError("<object>", f"must be a map, not {describe(obj)}")
-    name = _required_string(_map(obj.get("metadata"), "metadata"), "name", "metadata")
+    name = required_string(mapping(obj.get("metadata"), "metadata", error=SpecError), "name", "metadata", SpecError)
     if problem := check_label_value(name):
         raise SpecError("metadata.name", f"{json.dumps(name)} cannot label outputs: {problem}")
-    spec = _map(obj.get("spec"), "spec", required=True)
-    parent = _resource_ref(_map(spec.get("parentResource"), "spec.parentResource", required=True),
+    spec = mapping(obj.get("spec"), "spec", required=True, error=SpecError)
+    parent = _resource_ref(mapping(spec.get("parentResource"), "spec.parentResource", required=True,
+                                   error=SpecError),
                            "spec.parentResource")
     inputs = tuple(_resource_ref(item, f"spec.inputResources[{i}]")
                    for i, item in enumerate(_nonempty_list(spec.get("inputResources"), "spec.inputResources")))
@@ -98,8 +94,8 @@ def parse_map_controller(obj: Mapping[str, Any]) -> MapSpec:
                     for i, item in enumerate(_nonempty_list(spec.get("outputResources"), "spec.outputResources")))
     _check_unique([ref.resource for ref in inputs], "spec.inputResources")
     _check_unique([rule.resource for rule in outputs], "spec.outputResources")
-    hooks = _map(spec.get("hooks"), "spec.hooks", required=True)
-    map_hook = _hook(hooks, "map")
+    hooks = mapping(spec.get("hooks"), "spec.hooks", required=True, error=SpecError)
+    map_hook = hook_spec(hooks, "map", SpecError)
     if map_hook is None:
         raise SpecError("spec.hooks.map", "required")
     return MapSpec(
@@ -108,49 +104,23 @@ def parse_map_controller(obj: Mapping[str, Any]) -> MapSpec:
         inputs=inputs,
         outputs=outputs,
         map_hook=map_hook,
-        tombstone_hook=_hook(hooks, "tombstone"),
-        resync_period=_resync_period(spec.get("resyncPeriodSeconds")),
+        tombstone_hook=hook_spec(hooks, "tombstone", SpecError),
+        resync_period=resync_period(spec.get("resyncPeriodSeconds"), SpecError),
     )
 
 
-def hook_version(hook: Mapping[str, Any] | None) -> str:
-    """The protocol version of a hook spec: its `version`, "v1" when it has none."""
-    return str((hook or {}).get("version") or "v1")
-
-
-def describe(value: Any) -> str:
-    """A JSON value's type as a person says it: "a map", "a string", "null"."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Mapping):
-        return "a map"
-    if isinstance(value, list | tuple):
-        return "a list"
-    return type(value).__name__
-
 
 def _resource_ref(raw: Any, field: str) -> ResourceRef:
-    item = _map(raw, field)
-    return ResourceRef(_required_string(item, "apiVersion", field), _required_string(item, "resource", field))
+    item = mapping(raw, field, error=SpecError)
+    return ResourceRef(required_string(item, "apiVersion", field, SpecError),
+                       required_string(item, "resource", field, SpecError))
 
 
 def _output_rule(raw: Any, field: str) -> OutputRule:
     ref = _resource_ref(raw, field)
-    strategy = _map(_map(raw, field).get("updateStrategy"), f"{field}.updateStrategy")
-    method = strategy.get("method")
-    if method is None or method == "":
-        method = "OnDelete"
-    if not isinstance(method, str) or method not in _METHODS:
-        shown = json.dumps(method) if isinstance(method, str) else describe(method)
-        raise SpecError(f"{field}.updateStrategy.method", f"{shown} is not an update method "
-                        f"(OnDelete, Recreate, InPlace, RollingRecreate, RollingInPlace)")
-    return OutputRule(ref.api_version, ref.resource, _METHODS[method])
+    strategy = mapping(mapping(raw, field, error=SpecError).get("updateStrategy"), f"{field}.updateStrategy",
+                       error=SpecError)
+    return OutputRule(ref.api_version, ref.resource, update_method(strategy, f"{field}.updateStrategy", SpecError))
 
 
 def _check_unique(resources: Sequence[str], field: str) -> None:
@@ -162,46 +132,8 @@ def _check_unique(resources: Sequence[str], field: str) -> None:
         seen[resource] = i
 
 
-def _hook(hooks: Mapping[str, Any], name: str) -> dict[str, Any] | None:
-    raw = hooks.get(name)
-    if raw is None:  # `tombstone:` with nothing after it is null in YAML: no hook
-        return None
-    hook = _map(raw, f"spec.hooks.{name}")
-    version = hook.get("version")
-    if version is not None and version not in HOOK_VERSIONS:
-        shown = json.dumps(version) if isinstance(version, str) else describe(version)
-        raise SpecError(f"spec.hooks.{name}.version", f"{shown} is not a hook version (v1, v2)")
-    result: dict[str, Any] = clone(hook)
-    return result
 
 
-def _resync_period(raw: Any) -> float | None:
-    if raw is None:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        raise SpecError("spec.resyncPeriodSeconds", f"must be an integer, not {describe(raw)}")
-    if raw > _INT32_MAX:
-        raise SpecError("spec.resyncPeriodSeconds", f"{raw} is too large (at most {_INT32_MAX})")
-    return float(max(raw, 1))  # below 1, even 0, means every second, as for decorators
-
-
-def _required_string(item: Mapping[str, Any], key: str, field: str) -> str:
-    value = item.get(key)
-    if value is None or value == "":
-        raise SpecError(f"{field}.{key}", "required")
-    if not isinstance(value, str):
-        raise SpecError(f"{field}.{key}", f"must be a string, not {describe(value)}")
-    return value
-
-
-def _map(value: Any, field: str, *, required: bool = False) -> Mapping[str, Any]:
-    if value is None:
-        if required:
-            raise SpecError(field, "required")
-        return {}
-    if not isinstance(value, Mapping):
-        raise SpecError(field, f"must be a map, not {describe(value)}")
-    return value
 
 
 def _nonempty_list(value: Any, field: str) -> list[Any]:

@@ -14,12 +14,12 @@ from decorators.spec import (
     AttachmentRule,
     DecoratorSpec,
     SpecError,
-    hook_version,
     parse_decorator,
     resolve_rule,
 )
 from reconcile import Kind, ReconcileError, ResourceInfo
 from reconcile.embedded import EmbeddedCluster
+from reconcile.fields import hook_version
 
 SYNC = {"webhook": {"url": "http://service-per-pod.metacontroller/sync-service-per-pod", "timeout": "10s"}}
 

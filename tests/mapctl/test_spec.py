@@ -13,10 +13,10 @@ from mapctl.spec import (
     OutputRule,
     ResourceRef,
     SpecError,
-    hook_version,
     parse_map_controller,
 )
 from reconcile import Kind, ReconcileError
+from reconcile.fields import hook_version
 
 MAP = {"webhook": {"url": "http://snapshotschedule-controller.metacontroller/map"}}
 TOMBSTONE = {"webhook": {"url": "http://snapshotschedule-controller.metacontroller/tombstone"}}
