@@ -19,6 +19,7 @@ import yaml
 
 from decorators.local import LocalError, Preview, reconcile_manifests
 from reconcile.errors import ReconcileError
+from reconcile.hooks import parse_resolve
 
 USER_ERRORS: tuple[type[BaseException], ...] = (LocalError, ReconcileError)
 
@@ -60,16 +61,6 @@ def reconcile_files(args: argparse.Namespace) -> int:
     for line in preview.errors:
         print(f"porchkit: {line}", file=sys.stderr)
     return 1 if preview.errors else 0
-
-
-def parse_resolve(entries: list[str]) -> dict[str, str]:
-    resolve = {}
-    for entry in entries:
-        host, sep, address = entry.partition("=")
-        if not sep or not host or not address:
-            raise LocalError(f"--resolve {entry!r}: expected HOST=ADDR, e.g. my-hook.default=127.0.0.1:8080")
-        resolve[host] = address
-    return resolve
 
 
 def print_table(preview: Preview, out: IO[str]) -> None:

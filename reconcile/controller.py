@@ -23,9 +23,9 @@ import itertools
 import logging
 import secrets
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from reconcile import logs
 from reconcile.clock import SYSTEM_CLOCK, Clock
@@ -36,8 +36,9 @@ from reconcile.objects import controller_of
 from reconcile.outcome import Done, Outcome, RequeueAfter
 from reconcile.workqueue import NoMetrics, QueueMetrics, WorkQueue
 
-Reconcile = Callable[[ObjectKey], Outcome | None]
-Mapper = Callable[[Obj], Iterable[ObjectKey]]
+K = TypeVar("K", bound=Hashable)  # a controller's key: an ObjectKey, unless it reconciles something finer
+Reconcile = Callable[[K], Outcome | None]
+Mapper = Callable[[Obj], Iterable[K]]
 
 log = logging.getLogger("porchkit.controller")
 
@@ -51,7 +52,7 @@ SUCCESS, REQUEUE_AFTER, ERROR, TERMINAL_ERROR = "success", "requeue_after", "err
 
 
 @dataclass(frozen=True)
-class Watch:
+class Watch(Generic[K]):
     """A watched kind and how its objects map to primary keys (`to_keys` gets the primary kind).
 
     `namespace` and `labels` narrow the informer; `metadata_only` caches just the metadata, for
@@ -62,7 +63,7 @@ class Watch:
     reconcile instead of one per change."""
 
     kind: Kind
-    to_keys: Callable[[Obj, Kind], Iterable[ObjectKey]]
+    to_keys: Callable[[Obj, Kind], Iterable[K]]
     namespace: str = ""
     labels: Any = None
     metadata_only: bool = False
@@ -70,12 +71,12 @@ class Watch:
     delay: float = 0.0
 
 
-def For(kind: Kind, **scope: Any) -> Watch:  # noqa: N802 - reads as a declaration: For(DEPLOYMENT)
+def For(kind: Kind, **scope: Any) -> Watch[ObjectKey]:  # noqa: N802 - reads as a declaration: For(DEPLOYMENT)
     """The primary kind itself: an object's change reconciles that object."""
     return Watch(kind, lambda obj, primary: [ObjectKey.of(obj)], **scope)
 
 
-def Owns(kind: Kind, **scope: Any) -> Watch:  # noqa: N802
+def Owns(kind: Kind, **scope: Any) -> Watch[ObjectKey]:  # noqa: N802
     """Children: a change reconciles the child's controller owner, if it is of the primary kind."""
     def owner_key(obj: Obj, primary: Kind) -> list[ObjectKey]:
         ref = controller_of(obj)
@@ -85,7 +86,7 @@ def Owns(kind: Kind, **scope: Any) -> Watch:  # noqa: N802
     return Watch(kind, owner_key, **scope)
 
 
-def Watches(kind: Kind, mapper: Mapper, **scope: Any) -> Watch:  # noqa: N802
+def Watches(kind: Kind, mapper: Mapper[K], **scope: Any) -> Watch[K]:  # noqa: N802
     """Any other kind: `mapper(obj)` names the primary keys a change affects."""
     return Watch(kind, lambda obj, primary: mapper(obj), **scope)
 
@@ -154,20 +155,25 @@ class _QueueRelay:
 
 
 @dataclass
-class Controller:
+class Controller(Generic[K]):
     """Reconciles keys of `kind`. Its own objects are watched with `For(kind)` unless `primary`
-    says otherwise (a filter on changes, a narrower scope, a custom mapping)."""
+    says otherwise (a filter on changes, a narrower scope, a custom mapping).
+
+    Keys are the ObjectKeys of `kind`'s objects, unless the controller reconciles something finer
+    (a MapController reconciles one parent's one input): then `primary` is required, and
+    `event_key` names the object of `kind` that its Events are about."""
 
     name: str
     kind: Kind
-    reconcile: Reconcile
-    watches: Sequence[Watch] = ()
-    primary: Watch | None = None
+    reconcile: Reconcile[K]
+    watches: Sequence[Watch[K]] = ()
+    primary: Watch[K] | None = None
     workers: int = 1
     clock: Clock = SYSTEM_CLOCK
     metrics: Metrics = field(default_factory=_NoMetrics)
     events: EventRecorder | None = None
-    queue: WorkQueue[ObjectKey] = field(init=False)
+    event_key: Callable[[K], ObjectKey] | None = None
+    queue: WorkQueue[K] = field(init=False)
     _late: set[tuple[Kind, str]] = field(init=False, default_factory=set)
     _late_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _bound: list[tuple[Informer, Handler]] = field(init=False, default_factory=list)
@@ -180,7 +186,8 @@ class Controller:
     def bind(self, informers: Informers) -> list[Informer]:
         """Subscribe to the informers of the primary kind and every watch; returns them."""
         used = []
-        for watch in (self.primary or For(self.kind), *self.watches):
+        primary: Watch[Any] = self.primary or For(self.kind)
+        for watch in (primary, *self.watches):
             used.append(self._subscribe(informers, watch))
         return used
 
@@ -192,7 +199,7 @@ class Controller:
         for informer, handler in bound:
             informer.remove_handler(handler)
 
-    def watch_more(self, informers: Informers, watch: Watch) -> None:
+    def watch_more(self, informers: Informers, watch: Watch[K]) -> None:
         """Start one more watch while running, for a kind learnt from the objects themselves (an
         injected kind, an objectSelector's). Once per kind and namespace; later calls do nothing."""
         with self._late_lock:
@@ -201,7 +208,7 @@ class Controller:
             self._late.add((watch.kind, watch.namespace))
         self._subscribe(informers, watch)
 
-    def _subscribe(self, informers: Informers, watch: Watch) -> Informer:
+    def _subscribe(self, informers: Informers, watch: Watch[Any]) -> Informer:
         informer = informers.informer(watch.kind, namespace=watch.namespace, labels=watch.labels,
                                       metadata_only=watch.metadata_only)
         handler = self._handler(watch, informer)
@@ -210,7 +217,7 @@ class Controller:
         informer.add_handler(handler)
         return informer
 
-    def _handler(self, watch: Watch, informer: Informer) -> Handler:
+    def _handler(self, watch: Watch[Any], informer: Informer) -> Handler:
         wanted, delay = watch.changes, watch.delay
 
         def enqueue(old: Obj | None, new: Obj | None) -> None:
@@ -246,7 +253,7 @@ class Controller:
             finally:
                 self.queue.done(key)
 
-    def process(self, key: ObjectKey) -> str:
+    def process(self, key: K) -> str:
         """Reconcile one key and act on the outcome; returns the result reported to metrics
         (SUCCESS, REQUEUE_AFTER, ERROR or TERMINAL_ERROR). Log lines written meanwhile, on this
         thread, carry the controller, the key and a fresh reconcile id (see logs.py)."""
@@ -257,7 +264,7 @@ class Controller:
         self.metrics.reconciled(self.name, result, max(0.0, self.clock.monotonic() - started))
         return result
 
-    def _reconcile(self, key: ObjectKey) -> str:
+    def _reconcile(self, key: K) -> str:
         try:
             outcome = self.reconcile(key) or Done()
         except Terminal as err:
@@ -277,10 +284,11 @@ class Controller:
             return REQUEUE_AFTER
         return SUCCESS
 
-    def _record(self, key: ObjectKey, event_type: str, reason: str, message: str) -> None:
+    def _record(self, key: K, event_type: str, reason: str, message: str) -> None:
         if self.events is not None:
             try:
-                self.events.record(self.kind, key, event_type, reason, message)
+                about = self.event_key(key) if self.event_key is not None else key
+                self.events.record(self.kind, about, event_type, reason, message)  # type: ignore[arg-type]
             except Exception:  # an event is best effort: never fail a reconcile over it
                 log.debug("could not record an event for %s", key, exc_info=True)
 

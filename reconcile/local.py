@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
-from reconcile.cluster import ObjectKey
 from reconcile.errors import ReconcileError
 from reconcile.manager import Manager
 from reconcile.workqueue import WorkQueue
@@ -72,7 +72,7 @@ def _wait_idle(manager: Manager, runner: threading.Thread, quiet: float, horizon
         time.sleep(_POLL)
 
 
-def _busy(queue: WorkQueue[ObjectKey], horizon: float) -> bool:
+def _busy(queue: WorkQueue[Any], horizon: float) -> bool:
     """A key ready or due within `horizon` seconds, or one being reconciled."""
     due = queue.next_due()
     return bool(len(queue) or queue.in_flight() or (due is not None and due <= horizon))

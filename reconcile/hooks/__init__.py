@@ -8,6 +8,7 @@ the errors and response checking. docs/runtime.md ("Hooks") is the guide.
 """
 
 from reconcile.hooks.base import Hook, HookConfigError, HookError, HookMetrics, HookRetryAfter, ResponseShape
-from reconcile.hooks.build import build_hook
+from reconcile.hooks.build import build_hook, parse_resolve
 
-__all__ = ["Hook", "HookConfigError", "HookError", "HookMetrics", "HookRetryAfter", "ResponseShape", "build_hook"]
+__all__ = ["Hook", "HookConfigError", "HookError", "HookMetrics", "HookRetryAfter", "ResponseShape", "build_hook",
+           "parse_resolve"]

@@ -84,6 +84,18 @@ def build_hook(spec: Mapping[str, Any] | None, *, field: str, controller: str, h
                           output_field=output_field, instruments=instruments)
 
 
+def parse_resolve(entries: Sequence[str]) -> dict[str, str]:
+    """`--resolve HOST=ADDR` flags as the `resolve` map of build_hook; HookConfigError naming the
+    flag for an entry without both parts."""
+    resolve = {}
+    for entry in entries:
+        host, sep, address = entry.partition("=")
+        if not sep or not host or not address:
+            raise HookConfigError(f"--resolve {entry!r}", "expected HOST=ADDR, e.g. my-hook.default=127.0.0.1:8080")
+        resolve[host] = address
+    return resolve
+
+
 def _version(spec: Mapping[str, Any], field: str) -> str:
     version = spec.get("version")
     if version is None:

@@ -18,12 +18,12 @@ from decorators.attachments import (
     AttachmentKind,
     AttachmentsError,
     Change,
-    _holds,
-    _stamped,
     manage_attachments,
+    stamp,
 )
 from reconcile import FakeClock, Kind, Obj, ObjectKey
 from reconcile.apply import LAST_APPLIED, last_applied_json, three_way_update
+from reconcile.children import _holds, _stamped
 from reconcile.embedded import EmbeddedCluster
 from reconcile.objects import owner_reference
 
@@ -401,7 +401,7 @@ def test_a_namespaced_target_cannot_own_cluster_scoped_or_other_namespace_attach
     with pytest.raises(AttachmentsError) as raised:
         sync(cluster, target, kinds, [role, configmap("away", {}, namespace="elsewhere")])
     assert raised.value.failures == (
-        "apply ClusterRole.rbac.authorization.k8s.io default/r: a cluster-scoped ClusterRole cannot be attached to "
+        "apply ClusterRole.rbac.authorization.k8s.io default/r: a cluster-scoped ClusterRole cannot be owned by "
         "a namespaced target",
         "apply ConfigMap elsewhere/away: metadata.namespace must be the target's namespace (default): owner "
         "references do not cross namespaces")
@@ -527,7 +527,7 @@ def test_the_idle_shortcut_never_hides_an_update_the_merge_would_make(
     # _holds lets a pass skip copying and merging an observed object; it must only ever say
     # "nothing to do" when three_way_update agrees, including after that update was written
     intent = _stamped({"apiVersion": "v1", "kind": "K", "metadata": {"name": "n", "namespace": "d"}, "spec": spec},
-                      DECORATOR, True)
+                      stamp(DECORATOR), True)
     record = json.dumps(intent if recorded else {**intent, "spec": before}, indent=1)
     observed: Obj = {**intent, "metadata": {**intent["metadata"], "uid": "u", "resourceVersion": "1",
                                             "annotations": {DECORATOR_ANNOTATION: DECORATOR, LAST_APPLIED: record}},

@@ -1,0 +1,113 @@
+"""Manifests for local runs: read objects from files and load them into an embedded API server.
+
+What porchkit's `... reconcile -f DIR` commands share (decorators.local, mapctl.local):
+
+* `read_manifests(paths)`: every object in the files, directories or `-` given (YAML streams,
+  `kind: List` unwrapped), each with where it came from; kustomize's own files beside the
+  manifests are skipped;
+* `load_manifests(cluster, manifests)`: creates them, CustomResourceDefinitions first, then
+  Namespaces, then the rest, as `kubectl apply -f` would: a namespaced object without a
+  namespace goes to `default`, and a namespace that does not exist is created;
+* `for_display(obj)`: an object without the fields the server manages, for printing.
+
+Every problem is a `ManifestLoadError` naming the file and object: unreadable YAML, a document
+that is not an object, an object without apiVersion, kind or metadata, or of a kind nobody serves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from deltapipe.manifests import ManifestError, load_yaml, manifest_texts
+from reconcile import objects
+from reconcile.cluster import Cluster, Kind, Obj, ObjectKey
+from reconcile.errors import AlreadyExists, ApiError, NotFound, ReconcileError
+
+NAMESPACE = Kind("v1", "Namespace")
+CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+KUSTOMIZATION_FILES = frozenset(("kustomization.yaml", "kustomization.yml", "Kustomization"))
+_SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
+
+
+class ManifestLoadError(ReconcileError):
+    """A manifest cannot be loaded: unreadable, not an object, or of a kind nobody serves."""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """An object and where it came from (`file`, or `file (document 3)`)."""
+
+    obj: Obj
+    source: str
+
+    def describe(self) -> str:
+        key = ObjectKey.of(self.obj)
+        return f"{self.source}: {self.obj.get('kind') or 'object'} {key or '(unnamed)'}"
+
+
+def read_manifests(paths: Iterable[str | Path]) -> list[Loaded]:
+    """Every object in the files, directories or `-` given, with where it came from."""
+    found = []
+    try:
+        for source, text in manifest_texts(paths, sys.stdin):
+            if Path(source).name in KUSTOMIZATION_FILES:
+                continue  # kustomize's own file beside the manifests (Metacontroller's examples have them)
+            documents = load_yaml(text, source)
+            for number, doc in enumerate(documents, start=1):
+                where = source if len(documents) == 1 else f"{source} (document {number})"
+                items = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
+                for item in items if isinstance(items, list) else [items]:
+                    if not isinstance(item, dict):
+                        raise ManifestLoadError(f"{where}: expected an object, not {type(item).__name__}")
+                    found.append(Loaded(item, where))
+    except ManifestError as err:
+        raise ManifestLoadError(str(err)) from None
+    return found
+
+
+def load_manifests(cluster: Cluster, manifests: list[Loaded], *,
+                   skip: Callable[[Obj], bool] = lambda obj: False) -> dict[tuple[Kind, ObjectKey], Loaded]:
+    """Create the manifests (see the module docstring), except those `skip` accepts (a CRD the
+    caller installed already, say); returns them as stored, by kind and key."""
+    order = {"CustomResourceDefinition": 0, "Namespace": 1}
+    loaded: dict[tuple[Kind, ObjectKey], Loaded] = {}
+    for manifest in sorted(manifests, key=lambda m: order.get(str(m.obj.get("kind")), 2)):
+        obj = dict(manifest.obj)
+        if not obj.get("apiVersion") or not obj.get("kind") or not isinstance(obj.get("metadata"), dict):
+            raise ManifestLoadError(f"{manifest.describe()}: needs apiVersion, kind and metadata")
+        if skip(obj):
+            continue
+        kind = Kind.of(obj)
+        try:
+            namespaced = cluster.resource(kind).namespaced
+        except NotFound:
+            raise ManifestLoadError(f"{manifest.describe()}: the embedded API server does not serve {kind.kind} in "
+                                    f"{kind.api_version} (add its CustomResourceDefinition)") from None
+        meta = dict(obj["metadata"])
+        if namespaced and not meta.get("namespace"):
+            meta["namespace"] = "default"
+        obj["metadata"] = meta
+        try:
+            if namespaced:
+                _ensure_namespace(cluster, meta["namespace"])
+            stored = cluster.create(obj)
+        except ApiError as err:
+            raise ManifestLoadError(f"{manifest.describe()}: {err}") from None
+        loaded[(kind, ObjectKey.of(stored))] = Loaded(stored, manifest.source)
+    return loaded
+
+
+def for_display(obj: Obj) -> Obj:
+    """The object without the fields the server manages (uid, resourceVersion, managedFields...)."""
+    out = dict(obj)
+    out["metadata"] = {k: v for k, v in objects.metadata(obj).items() if k not in _SERVER_FIELDS}
+    return out
+
+
+def _ensure_namespace(cluster: Cluster, name: str) -> None:
+    with contextlib.suppress(AlreadyExists):
+        cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
