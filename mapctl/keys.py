@@ -1,6 +1,6 @@
 """Map keys: the tag that ties each output to the input it was generated from.
 
-An output carries three marks (set by `tagged`):
+An output carries three marks (its `stamp`, set by reconcile.children when it is written):
 - label `mapctl.porchkit.dev/map-key`: `mk-` + 32 hex digits of a sha256 over the input's group,
   kind, namespace and name. Selectable (a list can ask for one input's outputs), always a valid
   label value (35 characters), and stable: the same input gives the same key in every process and
@@ -23,8 +23,8 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from reconcile.cluster import Kind, Obj
-from reconcile.patching import clone
+from reconcile.children import Stamp
+from reconcile.cluster import Kind
 
 MAP_KEY_LABEL = "mapctl.porchkit.dev/map-key"
 CONTROLLER_LABEL = "mapctl.porchkit.dev/controller"
@@ -44,18 +44,20 @@ def input_reference(kind: Kind, namespace: str, name: str) -> str:
     return f"{qualified}/{namespace}/{name}"
 
 
-def tagged(output: Mapping[str, Any], controller: str, key: str, reference: str) -> Obj:
-    """A copy of `output` carrying the map-key and controller labels and the input annotation
-    (replacing any values the hook wrote for them); `output` itself is never changed."""
-    out: Obj = clone(output)
-    meta = out.get("metadata")
-    if not isinstance(meta, dict):
-        meta = out["metadata"] = {}
-    labels = meta.get("labels")
-    annotations = meta.get("annotations")
-    meta["labels"] = {**(labels if isinstance(labels, dict) else {}), MAP_KEY_LABEL: key, CONTROLLER_LABEL: controller}
-    meta["annotations"] = {**(annotations if isinstance(annotations, dict) else {}), INPUT_ANNOTATION: reference}
-    return out
+def stamp(controller: str, key: str, reference: str) -> Stamp:
+    """The marks of the outputs of MapController `controller` for the input with map key `key`
+    and readable `reference` (input_reference)."""
+    return Stamp(labels={MAP_KEY_LABEL: key, CONTROLLER_LABEL: controller}, annotations={INPUT_ANNOTATION: reference})
+
+
+def parse_reference(reference: str) -> tuple[str, str, str, str] | None:
+    """(group, kind, namespace, name) from an input_reference; None when it is not one."""
+    qualified, sep, rest = reference.partition("/")
+    namespace, sep2, name = rest.partition("/")
+    if not sep or not sep2 or not qualified or not name or "/" in name:
+        return None
+    kind, _, group = qualified.partition(".")
+    return group, kind, namespace, name
 
 
 def key_of(obj: Mapping[str, Any]) -> str | None:

@@ -10,6 +10,10 @@ Leaves to others: discovery (the controller resolves apiVersion + plural), the w
 hook (`reconcile.hooks` checks url, timeout, TLS...), and the parent's selector (selection.py,
 since it lives on each parent, not here). Unknown fields are ignored, as the API server prunes them.
 
+`spec.parallelism` (porchkit's; the proposal has no such field) bounds how many hook calls for
+different inputs run at once: an integer from 1 to MAX_PARALLELISM, DEFAULT_PARALLELISM when
+absent.
+
 Follows the DecoratorController where the proposal is silent: `Rolling*` methods act as their
 plain counterparts, an absent method is OnDelete, `resyncPeriodSeconds` below 1 means 1 second,
 and a hook's `version` is v1 (the default) or v2.
@@ -40,6 +44,8 @@ from reconcile.fields import (
 from reconcile.selectors import check_label_value
 
 MAP_CONTROLLER = Kind("porchkit.dev/v1alpha1", "MapController")
+DEFAULT_PARALLELISM = 8
+MAX_PARALLELISM = 256
 
 
 class SpecError(FieldError):
@@ -74,6 +80,7 @@ class MapSpec:
     map_hook: Mapping[str, Any]
     tombstone_hook: Mapping[str, Any] | None  # None: detached outputs are deleted
     resync_period: float | None
+    parallelism: int = DEFAULT_PARALLELISM
 
 
 def parse_map_controller(obj: Mapping[str, Any]) -> MapSpec:
@@ -106,8 +113,18 @@ def parse_map_controller(obj: Mapping[str, Any]) -> MapSpec:
         map_hook=map_hook,
         tombstone_hook=hook_spec(hooks, "tombstone", SpecError),
         resync_period=resync_period(spec.get("resyncPeriodSeconds"), SpecError),
+        parallelism=_parallelism(spec.get("parallelism")),
     )
 
+
+def _parallelism(raw: Any) -> int:
+    if raw is None:
+        return DEFAULT_PARALLELISM
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise SpecError("spec.parallelism", f"must be an integer, not {describe(raw)}")
+    if not 1 <= raw <= MAX_PARALLELISM:
+        raise SpecError("spec.parallelism", f"{raw} is out of range (1 to {MAX_PARALLELISM})")
+    return raw
 
 
 def _resource_ref(raw: Any, field: str) -> ResourceRef:
@@ -130,10 +147,6 @@ def _check_unique(resources: Sequence[str], field: str) -> None:
             raise SpecError(f"{field}[{i}].resource", f"{json.dumps(resource)} is already named by "
                             f"{field}[{seen[resource]}] (status counts are keyed by resource)")
         seen[resource] = i
-
-
-
-
 
 
 def _nonempty_list(value: Any, field: str) -> list[Any]:

@@ -28,6 +28,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "fn": ("krmfn.cli", "KRM functions for kpt (kpt fn eval --exec 'porchkit fn NAME')"),
     "variants": ("porchvariant.cli", "PackageVariants and PackageVariantSets: preview, or reconcile over local git"),
     "decorators": ("decorators.cli", "Metacontroller DecoratorControllers: preview over manifests, no cluster"),
+    "map": ("mapctl.cli", "MapControllers: preview over manifests, no cluster"),
     "manager": ("reconcile.cli", "run controllers in one process (in a cluster, or on the embedded API server)"),
 }
 
@@ -39,6 +40,7 @@ CONTROLLERS: dict[str, str] = {
     "packagevariant": "porchvariant.manager:package_variant_controllers",
     "packagevariantset": "porchvariant.manager:package_variant_set_controllers",
     "decorator": "decorators.manager:decorator_controllers",
+    "map": "mapctl.manager:map_controllers",
 }
 
 # porchkit's own KRM functions, run in-process by the embedded Porch when kpt is not installed

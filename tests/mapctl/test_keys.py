@@ -1,8 +1,8 @@
-"""Map keys and tags: stable, valid as label values, selectable, and never written into the caller's object."""
+"""Map keys and stamps: stable, valid as label values, selectable, readable back, and never written
+into the caller's object."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -14,9 +14,11 @@ from mapctl.keys import (
     input_reference,
     key_of,
     map_key,
-    tagged,
+    parse_reference,
+    stamp,
 )
 from reconcile import EmbeddedCluster, Kind
+from reconcile.children import _stamped
 from reconcile.selectors import check_label_key, check_label_value
 
 PVC = Kind("v1", "PersistentVolumeClaim")
@@ -63,31 +65,44 @@ class TestInputReference:
         assert input_reference(DEPLOYMENT, "ns", "web") == "Deployment.apps/ns/web"
 
 
-class TestTagged:
-    def test_the_copy_carries_the_key_the_controller_and_the_input(self) -> None:
-        out = tagged(output(), "snapshots", "mk-1", "PersistentVolumeClaim/default/data-0")
+class TestStamp:
+    def test_a_stamped_output_carries_the_key_the_controller_and_the_input(self) -> None:
+        out = _stamped(output(), stamp("snapshots", "mk-1", "PersistentVolumeClaim/default/data-0"), True)
         assert out["metadata"]["labels"] == {MAP_KEY_LABEL: "mk-1", CONTROLLER_LABEL: "snapshots"}
         assert out["metadata"]["annotations"] == {INPUT_ANNOTATION: "PersistentVolumeClaim/default/data-0"}
         assert out["data"] == {"k": "v"}
+        assert key_of(out) == "mk-1"
 
     def test_labels_and_annotations_the_hook_wrote_are_kept_except_ours(self) -> None:
-        out = tagged(output(labels={"app": "x", MAP_KEY_LABEL: "forged"}, annotations={"note": "y"}), "c", "mk-1", "r")
+        forged = output(labels={"app": "x", MAP_KEY_LABEL: "forged"}, annotations={"note": "y"})
+        out = _stamped(forged, stamp("c", "mk-1", "r"), True)
         assert out["metadata"]["labels"] == {"app": "x", MAP_KEY_LABEL: "mk-1", CONTROLLER_LABEL: "c"}
         assert out["metadata"]["annotations"] == {"note": "y", INPUT_ANNOTATION: "r"}
+        assert forged["metadata"]["labels"][MAP_KEY_LABEL] == "forged"
 
-    def test_the_argument_is_never_changed_and_shares_nothing_with_the_copy(self) -> None:
-        original = output(labels={"app": "x"})
-        before = copy.deepcopy(original)
-        out = tagged(original, "c", "mk-1", "r")
-        assert original == before
-        out["data"]["k"] = "changed"
-        out["metadata"]["labels"]["app"] = "changed"
-        assert original == before
+    def test_an_object_is_ours_only_with_every_mark(self) -> None:
+        marks = stamp("c", "mk-1", "r")
+        assert marks.on(_stamped(output(), marks, True))
+        assert not marks.on(_stamped(output(), stamp("c", "mk-2", "r"), True))
+        assert not marks.on(_stamped(output(), stamp("other", "mk-1", "r"), True))
+        assert not marks.on(output())
 
-    def test_an_output_without_metadata_or_with_null_labels_is_tagged(self) -> None:
-        assert key_of(tagged({"apiVersion": "v1", "kind": "ConfigMap"}, "c", "mk-1", "r")) == "mk-1"
-        assert key_of(tagged(output(labels=None, annotations=None), "c", "mk-2", "r")) == "mk-2"
+    def test_an_output_without_metadata_or_with_null_labels_is_stamped(self) -> None:
+        assert key_of(_stamped({"apiVersion": "v1", "kind": "ConfigMap"}, stamp("c", "mk-1", "r"), True)) == "mk-1"
+        assert key_of(_stamped(output(labels=None, annotations=None), stamp("c", "mk-2", "r"), True)) == "mk-2"
 
+
+class TestParseReference:
+    @pytest.mark.parametrize(("kind", "namespace"), [(PVC, "default"), (DEPLOYMENT, "ns"), (PVC, "")])
+    def test_a_reference_reads_back_as_its_input(self, kind: Kind, namespace: str) -> None:
+        assert parse_reference(input_reference(kind, namespace, "web")) == (kind.group, kind.kind, namespace, "web")
+
+    @pytest.mark.parametrize("text", ["", "ConfigMap", "ConfigMap/ns", "/ns/name", "ConfigMap/ns/", "A/b/c/d"])
+    def test_anything_else_is_none(self, text: str) -> None:
+        assert parse_reference(text) is None
+
+
+class TestLabels:
     def test_our_label_keys_are_valid(self) -> None:
         assert check_label_key(MAP_KEY_LABEL) is None
         assert check_label_key(CONTROLLER_LABEL) is None
@@ -96,8 +111,10 @@ class TestTagged:
     def test_a_real_api_server_stores_a_tagged_output_and_selects_it_by_key(self) -> None:
         key = map_key(PVC, "default", "data-0")
         with EmbeddedCluster() as cluster:
-            cluster.create(tagged(output(name="mine"), "snapshots", key, input_reference(PVC, "default", "data-0")))
-            cluster.create(tagged(output(name="theirs"), "snapshots", map_key(PVC, "default", "data-1"), "r"))
+            mine = stamp("snapshots", key, input_reference(PVC, "default", "data-0"))
+            theirs = stamp("snapshots", map_key(PVC, "default", "data-1"), "r")
+            cluster.create(_stamped(output(name="mine"), mine, True))
+            cluster.create(_stamped(output(name="theirs"), theirs, True))
             found = cluster.list(Kind("v1", "ConfigMap"), namespace="default", labels=f"{MAP_KEY_LABEL}={key}").items
         assert [o["metadata"]["name"] for o in found] == ["mine"]
         assert key_of(found[0]) == key

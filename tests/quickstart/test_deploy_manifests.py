@@ -36,7 +36,11 @@ PACKAGE_VARIANT = Kind("config.porch.kpt.dev/v1alpha1", "PackageVariant")
 PACKAGE_VARIANT_SET = Kind("config.porch.kpt.dev/v1alpha2", "PackageVariantSet")
 CONFIG_MAP = Kind("v1", "ConfigMap")
 DECORATOR_CONTROLLER = Kind("metacontroller.k8s.io/v1alpha1", "DecoratorController")
-PLURALS = {DECORATOR_CONTROLLER: "decoratorcontrollers",
+MAP_CONTROLLER = Kind("porchkit.dev/v1alpha1", "MapController")
+# kinds a MapController may name: the proposal's parent and output
+SNAPSHOT_SCHEDULE = Kind("ark.example.com/v1alpha1", "SnapshotSchedule")
+VOLUME_SNAPSHOT = Kind("snapshot.storage.k8s.io/v1", "VolumeSnapshot")
+PLURALS = {DECORATOR_CONTROLLER: "decoratorcontrollers", MAP_CONTROLLER: "mapcontrollers",
            PACKAGE_REVISION: "packagerevisions", PACKAGE_REVISION_RESOURCES: "packagerevisionresources",
            REPOSITORY: "repositories", PACKAGE_VARIANT: "packagevariants",
            PACKAGE_VARIANT_SET: "packagevariantsets", CONFIG_MAP: "configmaps", EVENT: "events",
@@ -158,7 +162,8 @@ def test_every_deploy_file_is_a_stream_of_kubernetes_objects() -> None:
 def test_the_kustomization_lists_every_crd_and_manifest() -> None:
     [kustomization] = load("kustomization.yaml")
     expected = {f"crds/{p.name}" for p in (DEPLOY / "crds").glob("*.yaml")} | {
-        "rbac.yaml", "deployment.yaml", "decorators-rbac.yaml", "decorators-deployment.yaml"}
+        "rbac.yaml", "deployment.yaml", "decorators-rbac.yaml", "decorators-deployment.yaml",
+        "mapctl-rbac.yaml", "mapctl-deployment.yaml"}
     assert set(kustomization["resources"]) == expected
 
 
@@ -180,6 +185,11 @@ def test_kubectl_kustomize_builds_the_whole_install() -> None:
         ("ClusterRole", "porchkit-decorators"), ("ClusterRoleBinding", "porchkit-decorators"),
         ("Role", "porchkit-decorators-leader-election"), ("RoleBinding", "porchkit-decorators-leader-election"),
         ("Deployment", "porchkit-decorators"),
+        ("CustomResourceDefinition", "mapcontrollers.porchkit.dev"),
+        ("ServiceAccount", "porchkit-mapctl"),
+        ("ClusterRole", "porchkit-mapctl"), ("ClusterRoleBinding", "porchkit-mapctl"),
+        ("Role", "porchkit-mapctl-leader-election"), ("RoleBinding", "porchkit-mapctl-leader-election"),
+        ("Deployment", "porchkit-mapctl"),
     ])
 
 
@@ -199,6 +209,47 @@ def test_the_decorators_deployment_runs_the_decorator_controller_under_its_own_a
     for verb in ("get", "list", "watch", "update"):
         assert allows(rules, DECORATOR_CONTROLLER, "", verb)
     assert allows(rules, EVENT, "", "create") and allows(rules, EVENT, "", "patch")
+
+
+def test_the_mapctl_deployment_runs_the_map_controller_under_its_own_account() -> None:
+    deployment = find(load("mapctl-deployment.yaml"), "Deployment", "porchkit-mapctl")
+    assert deployment["metadata"]["namespace"] == NAMESPACE
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    parser, _ = cli.build_parser("manager")
+    args = parser.parse_args(container["args"])
+    assert selected_controllers(args.controllers, cli.CONTROLLERS) == ["map"]
+    assert args.leader_elect and args.leader_election_namespace == NAMESPACE
+    assert args.leader_election_id == "porchkit-mapctl"
+    [health_port] = [p for p in container["ports"] if p["name"] == "health"]
+    assert health_port["containerPort"] == health.parse_address(args.health_addr)[1]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    assert pod["serviceAccountName"] == "porchkit-mapctl" and pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_the_mapctl_role_covers_map_controllers_events_and_any_parent_input_or_output() -> None:
+    docs = load("mapctl-rbac.yaml")
+    account = find(docs, "ServiceAccount", "porchkit-mapctl")
+    assert account["metadata"]["namespace"] == NAMESPACE
+    subjects = [{"kind": "ServiceAccount", "name": "porchkit-mapctl", "namespace": NAMESPACE}]
+    for kind, name in (("ClusterRoleBinding", "porchkit-mapctl"), ("RoleBinding", "porchkit-mapctl-leader-election")):
+        binding = find(docs, kind, name)
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": kind.removesuffix("Binding"),
+                                      "name": name}
+        assert binding["subjects"] == subjects
+    rules = find(docs, "ClusterRole", "porchkit-mapctl")["rules"]
+    for verb in ("get", "list", "watch", "update", "patch"):
+        assert allows(rules, MAP_CONTROLLER, "", verb)
+    assert allows(rules, MAP_CONTROLLER, "status", "update") and allows(rules, MAP_CONTROLLER, "status", "patch")
+    assert allows(rules, EVENT, "", "create") and allows(rules, EVENT, "", "patch")
+    for verb in ("get", "list", "watch", "create", "update", "patch", "delete"):
+        assert allows(rules, VOLUME_SNAPSHOT, "", verb)
+    assert allows(rules, SNAPSHOT_SCHEDULE, "status", "update")  # a parent's aggregated status
+    role = find(docs, "Role", "porchkit-mapctl-leader-election")
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert all(allows(role["rules"], kind, sub, verb) for kind, sub, verb in LEADER_ELECTION_REQUESTS)
 
 
 def test_the_deployment_arguments_are_accepted_by_porchkit_manager() -> None:

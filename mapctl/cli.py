@@ -1,0 +1,110 @@
+"""`porchkit map reconcile -f DIR`: MapControllers previewed on the embedded cluster.
+
+    porchkit map reconcile -f DIR [-f FILE ...] [--resolve HOST=ADDR ...] [-o table|yaml]
+
+Loads the manifests, runs the MapControllers among them over the other objects (mapctl.local),
+and prints what the passes did: a table with one row per output created, updated, deleted or
+recreated, and one per parent with the counts of its status; or, with `-o yaml`, the outputs and
+parents as they ended up (a deleted output is not printed). A MapController that cannot start,
+or an input whose last pass failed, is one line on stderr each, and the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import IO, Any
+
+import yaml
+
+from mapctl.local import Preview, reconcile_manifests
+from reconcile.errors import ReconcileError
+from reconcile.hooks import parse_resolve
+
+USER_ERRORS: tuple[type[BaseException], ...] = (ReconcileError,)
+
+
+def add_commands(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    reconcile = commands.add_parser(
+        "reconcile", help="run the MapControllers among manifests over the other objects, no cluster",
+        description="Load the manifests into an embedded API server, run the MapControllers among them until "
+                    "they are idle, and print the outputs they changed and their parents' status.")
+    reconcile.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="PATH",
+                           help="a manifest file, a directory (read recursively), or - for stdin; repeatable")
+    reconcile.add_argument("--resolve", action="append", default=[], metavar="HOST=ADDR",
+                           help="call webhooks of HOST (as written in the URL, with or without :port) at ADDR "
+                                "(ip:port) instead, e.g. my-hook.default=127.0.0.1:8080; repeatable")
+    reconcile.add_argument("-o", "--output", choices=("table", "yaml"), default="table",
+                           help="a table of changes (default), or the changed outputs and the parents as YAML")
+    reconcile.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                           help="give up when the controllers are still busy after this long (default 600)")
+    reconcile.add_argument("-v", "--verbose", action="store_true",
+                           help="log every pass and every retry on stderr (by default only the outcome is printed)")
+    reconcile.set_defaults(run=reconcile_files)
+
+
+def reconcile_files(args: argparse.Namespace) -> int:
+    from reconcile import logs
+    from reconcile.gctuning import tune_for_controllers
+
+    tune_for_controllers()
+    logs.configure("text", "info" if args.verbose else "critical")
+    preview = reconcile_manifests(args.files, resolve=parse_resolve(args.resolve), timeout=args.timeout)
+    if args.output == "yaml":
+        print_yaml(preview, sys.stdout)
+    else:
+        print_table(preview, sys.stdout)
+    for line in preview.errors:
+        print(f"porchkit: {line}", file=sys.stderr)
+    return 1 if preview.errors else 0
+
+
+def print_table(preview: Preview, out: IO[str]) -> None:
+    """One row per output change, in the order they happened, then one per parent with its counts."""
+    rows: list[tuple[str, ...]] = []
+    for result in preview.passes:
+        for change in result.changes:
+            rows.append((result.controller, str(result.key.parent_key), _input(result.key), change.action,
+                         f"{change.kind.kind} {change.key}"))
+    _table(("MAPCONTROLLER", "PARENT", "INPUT", "CHANGE", "OUTPUT"), list(dict.fromkeys(rows)), out,
+           "no outputs changed")
+    parents = [(f"{kind.kind} {key}", _counts(obj)) for (kind, key), obj in preview.parents.items()]
+    if parents:
+        print(file=out)
+        _table(("PARENT", "STATUS"), parents, out, "")
+
+
+def print_yaml(preview: Preview, out: IO[str]) -> None:
+    documents = [obj for obj in preview.outputs.values() if obj is not None] + list(preview.parents.values())
+    yaml.dump_all(documents, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
+                  explicit_start=True)
+
+
+def _input(key: Any) -> str:
+    return f"{key.kind} {key.name}" if key.name else key.map_key
+
+
+def _counts(parent: dict[str, Any]) -> str:
+    """`inputs: persistentvolumeclaims=2; outputs: volumesnapshots=2 (Ready=0)`, from the status."""
+    found = parent.get("status")
+    status: dict[str, Any] = found if isinstance(found, dict) else {}
+    inputs = status.get("inputs") or {}
+    outputs = status.get("outputs") or {}
+    parts = [f"{plural}={counts.get('total', 0)}" for plural, counts in inputs.items()]
+    made = []
+    for plural, counts in outputs.items():
+        extra = ", ".join(f"{k}={v}" for k, v in counts.items() if k != "total")
+        made.append(f"{plural}={counts.get('total', 0)}" + (f" ({extra})" if extra else ""))
+    return f"inputs: {', '.join(parts) or '-'}; outputs: {', '.join(made) or '-'}"
+
+
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], out: IO[str], empty: str) -> None:
+    if not rows:
+        if empty:
+            print(empty, file=out)
+        return
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    for row in (header, *rows):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)

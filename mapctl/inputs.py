@@ -1,0 +1,250 @@
+"""The pass over one input of one parent: ask the map hook (or the tombstone hook), then make the outputs so.
+
+`InputSync(key)` is the reconcile function of a MapController's input controller; `key` is an
+`InputKey` (parent namespace and name, the input's map key and identity). One pass:
+
+1. reads the parent from the cache; gone or being deleted: nothing to do (the garbage collector
+   removes its outputs);
+2. gathers the outputs this parent holds for this map key (context.output_index);
+3. when the input exists and is one of the parent's inputs (selection.is_input) — the map hook:
+   request `{controller, parent, mapKey, input, outputs}`, answer `{outputs, resyncAfterSeconds}`;
+   the answer's outputs get the parent's namespace when they name none, are stamped (map key and
+   controller labels, input annotation) and made so by reconcile.children with the output
+   rule's update method;
+4. otherwise the outputs are detached: with a tombstone hook, request `{controller, parent,
+   mapKey, outputs}` and every detached output the answer does not list (by kind and name) is
+   deleted; the ones it keeps are never changed (the proposal lets the hook keep, not edit).
+   Without a tombstone hook they are all deleted;
+5. remembers the state it left (context.Settled). A pass that finds the parent, the input and
+   the outputs just as the previous pass left them, with no resync due, asks no hook: that is
+   the echo of its own writes. Then it asks the parent's pass to refresh the status.
+
+It returns `RequeueAfter` for the answer's `resyncAfterSeconds` or the MapController's
+`resyncPeriodSeconds` (while an input has outputs, or detached outputs are kept). A failure of
+the hook, of its answer or of a write raises `MapError` (a Warning Event `MapError` on the
+parent naming the input, a retry with back-off, and a count in the parent's status); the other
+inputs carry on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mapctl.context import TERMS, InputKey, MapContext, OutputKind, Settled, identities
+from mapctl.keys import input_reference, map_key, stamp
+from mapctl.protocol import ResponseError, map_request, parse_map_response, parse_tombstone_response, tombstone_request
+from mapctl.selection import SelectorError, is_input, parent_selector
+from reconcile import objects
+from reconcile.children import Change, ChildrenError, delete_children, manage_children
+from reconcile.cluster import Kind, Obj, ObjectKey
+from reconcile.errors import ReconcileError
+from reconcile.hooks import Hook, HookError, HookRetryAfter
+from reconcile.outcome import Done, Outcome, RequeueAfter
+
+log = logging.getLogger("porchkit.mapctl")
+
+MIN_RETRY_AFTER = 1.0  # seconds: a 429 without a usable Retry-After must not become a busy loop
+
+
+class MapError(ReconcileError):
+    """One input's pass failed: a hook call, its answer, or writing the outputs."""
+
+    event_reason = "MapError"
+
+
+@dataclass(frozen=True)
+class MapResult:
+    """What one pass did, for previews and tests."""
+
+    controller: str
+    key: InputKey
+    hook: str  # "map", "tombstone", or "" when no hook was asked
+    changes: tuple[Change, ...]
+
+
+class InputSync:
+    """The reconcile function of a MapController's inputs (see the module docstring)."""
+
+    def __init__(self, context: MapContext) -> None:
+        self.context = context
+
+    def __call__(self, key: InputKey) -> Outcome:
+        context = self.context
+        try:
+            outcome, result = self._pass(key)
+        except Exception as err:
+            if context.closed:
+                return Done()  # this instance is being replaced or removed: the next one maps the input
+            context.memory.failed(key, str(err))
+            with context.memory.lock:
+                context.memory.settled.pop(key, None)
+            context.refresh_parent(key.parent_key)
+            if context.report is not None:
+                context.report(context.spec.name, key, err)
+            raise
+        context.memory.failed(key, None)
+        if result is not None:
+            context.refresh_parent(key.parent_key)
+            if context.report is not None:
+                context.report(context.spec.name, key, result)
+        return outcome
+
+    def _pass(self, key: InputKey) -> tuple[Outcome, MapResult | None]:
+        context = self.context
+        parent = context.cache.get(context.parent.kind, key.parent_key)
+        if parent is None or objects.is_deleting(parent):
+            return Done(), None
+        try:
+            selector = parent_selector(parent)
+        except SelectorError:
+            return Done(), None  # the parent's pass reports it; its outputs stay until it is fixed
+        uid = str(objects.metadata(parent).get("uid") or "")
+        observed = context.outputs_of(uid, key.map_key)
+        source = self._input(key)
+        live = source is not None and is_input(source, parent, selector)
+        before = Settled(context.memory.fingerprint(parent),
+                         str(objects.metadata(source).get("resourceVersion") or "") if live and source else "",
+                         identities(observed), None)
+        with context.memory.lock:
+            last = context.memory.settled.get(key)
+        if last is not None and _unchanged(last, before, context.clock.monotonic()):
+            return self._later(last.due), None
+        if live:
+            assert source is not None
+            hook, outcome, changes, resync = self._map(key, parent, source, observed)
+        else:
+            hook, outcome, changes, resync = self._tombstone(key, parent, observed)
+        if outcome is not None:
+            return outcome, None
+        due = context.clock.monotonic() + resync if resync is not None else None
+        self._settle(key, before, observed, changes, due)
+        return self._later(due), MapResult(context.spec.name, key, hook, tuple(changes))
+
+    # --- the two hooks ------------------------------------------------------------------------
+
+    def _map(self, key: InputKey, parent: Obj, source: Obj,
+             observed: dict[OutputKind, list[Obj]]) -> tuple[str, Outcome | None, list[Change], float | None]:
+        context = self.context
+        namespace = key.namespace
+        request = map_request(context.controller, parent, key.map_key, source, _groups(observed))
+        try:
+            raw = self._call(context.map_hook, request, key)
+            answer = parse_map_response(raw, namespace=namespace)
+        except HookRetryAfter as busy:
+            if not context.follow_resync:
+                raise MapError(f"map {_describe(key)}: {busy}") from None
+            return "map", RequeueAfter(max(busy.seconds, MIN_RETRY_AFTER)), [], None
+        except (HookError, ResponseError) as err:
+            raise MapError(f"map {_describe(key)}: {err}") from None
+        desired = [_with_namespace(obj, namespace) for obj in answer.outputs]
+        kind = context.input_kind(key.group, key.kind)
+        assert kind is not None
+        marks = stamp(context.spec.name, key.map_key, input_reference(kind.info.kind, namespace, key.name))
+        try:
+            changes = manage_children(context.cluster, parent, [k.child for k in context.outputs],
+                                      {k.child.kind: objs for k, objs in observed.items()}, desired, stamp=marks,
+                                      terms=TERMS, mode=context.mode)  # type: ignore[arg-type]
+        except ChildrenError as err:
+            raise MapError(f"map {_describe(key)}: {err}") from None
+        delays = [d for d in (answer.resync_after, context.spec.resync_period) if d]
+        return "map", None, changes, min(delays) if delays else None
+
+    def _tombstone(self, key: InputKey, parent: Obj,
+                   observed: dict[OutputKind, list[Obj]]) -> tuple[str, Outcome | None, list[Change], float | None]:
+        context = self.context
+        detached = [(kind, obj) for kind, objs in observed.items() for obj in objs if not objects.is_deleting(obj)]
+        if not detached:
+            return "", None, [], None
+        keep: set[tuple[str, str, str]] = set()
+        hook = context.tombstone_hook
+        if hook is not None:
+            request = tombstone_request(context.controller, parent, key.map_key, _groups(observed))
+            try:
+                raw = self._call(hook, request, key)
+                keep = {_identity(Kind.of(obj), obj) for obj in parse_tombstone_response(raw, namespace=key.namespace)}
+            except HookRetryAfter as busy:
+                if not context.follow_resync:
+                    raise MapError(f"tombstone {_describe(key)}: {busy}") from None
+                return "tombstone", RequeueAfter(max(busy.seconds, MIN_RETRY_AFTER)), [], None
+            except (HookError, ResponseError) as err:
+                raise MapError(f"tombstone {_describe(key)}: {err}") from None
+        doomed = [(kind.child.kind, obj) for kind, obj in detached if _identity(kind.child.kind, obj) not in keep]
+        try:
+            changes = delete_children(context.cluster, doomed, terms=TERMS)
+        except ChildrenError as err:
+            raise MapError(f"tombstone {_describe(key)}: {err}") from None
+        kept = len(detached) > len(doomed)
+        return "tombstone" if hook is not None else "", None, changes, \
+            context.spec.resync_period if kept and hook is not None else None
+
+    def _call(self, hook: Hook, request: dict[str, object], key: InputKey) -> dict[str, object]:
+        return hook.call(request, cache_key=(self.context.parent.kind, key.namespace, key.parent, key.map_key))
+
+    # --- bookkeeping --------------------------------------------------------------------------
+
+    def _input(self, key: InputKey) -> Obj | None:
+        """The input named by `key`, if it exists and really has `key`'s map key."""
+        kind = self.context.input_kind(key.group, key.kind)
+        if kind is None or not key.name:
+            return None
+        found = self.context.cache.get(kind.info.kind, ObjectKey(key.namespace, key.name))
+        if found is None or map_key(kind.info.kind, key.namespace, key.name) != key.map_key:
+            return None
+        return found
+
+    def _settle(self, key: InputKey, before: Settled, observed: dict[OutputKind, list[Obj]],
+                changes: Sequence[Change], due: float | None) -> None:
+        """Remember the state this pass left, unless it recreated something (the delete's echo must
+        bring the pass that creates it again) or nothing is left to remember (an input gone, and its
+        outputs with it)."""
+        memory = self.context.memory
+        after = {(kind, name): version for kind, name, version in before.outputs}
+        for change in changes:
+            ident = (f"{change.kind.group}/{change.kind.kind}", change.key.name)
+            if change.action == "delete":
+                after.pop(ident, None)
+            else:
+                after[ident] = change.resource_version
+        recreating = any(change.action == "recreate" for change in changes)
+        with memory.lock:
+            if recreating or (not before.input and not after):
+                memory.settled.pop(key, None)
+            else:
+                memory.settled[key] = Settled(before.parent, before.input,
+                                              frozenset((k, n, v) for (k, n), v in after.items()), due)
+
+    def _later(self, due: float | None) -> Outcome:
+        if due is None or not self.context.follow_resync:
+            return Done()
+        return RequeueAfter(max(due - self.context.clock.monotonic(), 0.0))
+
+
+def _unchanged(last: Settled, now: Settled, monotonic: float) -> bool:
+    """Whether nothing the hook sees changed since the last pass, and no resync is due."""
+    return (last.parent == now.parent and last.input == now.input and last.outputs == now.outputs
+            and (last.due is None or monotonic < last.due))
+
+
+def _groups(observed: dict[OutputKind, list[Obj]]) -> dict[str, list[Obj]]:
+    return {kind.group_key: objs for kind, objs in observed.items()}
+
+
+def _identity(kind: Kind, obj: Obj) -> tuple[str, str, str]:
+    return kind.group, kind.kind, ObjectKey.of(obj).name
+
+
+def _with_namespace(obj: Obj, namespace: str) -> Obj:
+    """The output with the parent's namespace when it names none (a shallow copy)."""
+    meta = obj.get("metadata")
+    if not namespace or not isinstance(meta, dict) or meta.get("namespace"):
+        return obj
+    return {**obj, "metadata": {**meta, "namespace": namespace}}
+
+
+def _describe(key: InputKey) -> str:
+    if not key.name:
+        return f"map key {key.map_key}"
+    kind = Kind(f"{key.group}/v" if key.group else "v1", key.kind)
+    return input_reference(kind, key.namespace, key.name)

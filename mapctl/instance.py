@@ -1,0 +1,189 @@
+"""One running MapController: its spec resolved, its hooks built, and its two reconcile controllers.
+
+`MapInstance(obj, ...)` parses the MapController, resolves its parent, input and output
+resources through discovery, builds its hooks (reconcile.hooks) and two `reconcile.Controller`s:
+
+* `map/<name>` over parents (parents.ParentSync), keyed by the parent's ObjectKey, woken by
+  every change of a parent, and (after `STATUS_SETTLE` seconds, so that a burst of input passes
+  brings one status write) by every input pass;
+* `map/<name>/inputs` over one parent's one input (inputs.InputSync), keyed by `InputKey`, with
+  `spec.parallelism` workers: so many hook calls run at once, each for a different input. Its
+  watches: every input kind (a change wakes the key of each parent in the input's namespace
+  whose selector matches the object before or after the change) and every output kind (a change
+  of an output this MapController stamped wakes its parent and map key, `OUTPUT_SETTLE` seconds
+  later). Its Events are about the parent.
+
+The supervisor (supervisor.py) adds the controllers to the manager and removes them when the
+MapController changes or goes away. Building raises SpecError for an invalid spec,
+HookConfigError for an unusable hook, and UnknownResource when discovery does not know a
+resource yet (a CRD not installed: retried).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mapctl.context import InputKey, InputKind, MapContext, OutputKind, output_index, output_kind
+from mapctl.inputs import InputSync, MapResult
+from mapctl.keys import CONTROLLER_LABEL, INPUT_ANNOTATION, MAP_KEY_LABEL, map_key
+from mapctl.parents import ParentSync
+from mapctl.protocol import MAP_SHAPE, TOMBSTONE_SHAPE, controller_object
+from mapctl.selection import SelectorError, is_input, parent_selector
+from mapctl.spec import MapSpec, SpecError, parse_map_controller
+from reconcile import objects
+from reconcile.cache import InformerCache
+from reconcile.children import ChildKind
+from reconcile.clock import SYSTEM_CLOCK, Clock
+from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
+from reconcile.controller import Controller, Watch
+from reconcile.errors import ReconcileError
+from reconcile.hooks import HookMetrics, build_hook
+
+APPLY_STRATEGY_ANNOTATION = "porchkit.dev/apply-strategy"
+"""On a MapController: "server-side-apply" or "dynamic-apply" (the default, Metacontroller's
+3-way merge), as on a DecoratorController."""
+
+APPLY_STRATEGIES = {"dynamic-apply": "3way", "server-side-apply": "ssa"}
+
+OUTPUT_SETTLE = 0.05
+"""Seconds an output's change waits before it wakes its input's pass: the outputs one pass wrote
+are then seen together (their echo costs no hook call: see inputs.py)."""
+
+STATUS_SETTLE = 0.2
+"""Seconds an input pass waits before it wakes its parent's pass: a burst of input passes brings
+one status write."""
+
+
+class UnknownResource(ReconcileError):
+    """A resource the spec names is not served by the API server (yet)."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a process runs its MapControllers."""
+
+    resolve: Mapping[str, str] = field(default_factory=dict)  # webhook host -> address (see reconcile.hooks)
+    follow_resync: bool = True  # honour resyncPeriodSeconds and resyncAfterSeconds (a local preview does not)
+    # every input pass's result: (MapController name, key, what it did or why it failed)
+    report: Callable[[str, InputKey, MapResult | Exception], None] | None = None
+
+
+class MapInstance:
+    """See the module docstring."""
+
+    def __init__(self, obj: Obj, *, cluster: Cluster, cache: InformerCache, clock: Clock = SYSTEM_CLOCK,
+                 metrics: HookMetrics | None = None, options: Options = Options()) -> None:
+        self.spec = spec = parse_map_controller(obj)
+        self.fingerprint = fingerprint(obj)
+        served = cluster.resources()
+        parent = _resolve(spec.parent.api_version, spec.parent.resource, "spec.parentResource", served)
+        inputs: dict[tuple[str, str], InputKind] = {}
+        for i, ref in enumerate(spec.inputs):
+            info = _resolve(ref.api_version, ref.resource, f"spec.inputResources[{i}]", served)
+            inputs[(info.kind.group, info.kind.kind)] = InputKind(info, ref.resource)
+        outputs: list[OutputKind] = []
+        for i, rule in enumerate(spec.outputs):
+            info = _resolve(rule.api_version, rule.resource, f"spec.outputResources[{i}]", served)
+            outputs.append(output_kind(ChildKind(info.kind, info.namespaced, rule.method), rule.resource))
+        mode = _apply_mode(obj)
+        hooks = self._hooks(spec, cluster, metrics, options)
+        self.context = context = MapContext(
+            spec=spec, controller=controller_object(obj), parent=parent, inputs=inputs, outputs=outputs,
+            map_hook=hooks[0], tombstone_hook=hooks[1], cluster=cluster, cache=cache, clock=clock, mode=mode,
+            follow_resync=options.follow_resync, report=options.report)
+        index_name, index = output_index(spec.name)
+        for kind in {o.child.kind for o in outputs}:
+            cache.informer(kind).add_index(index_name, index)
+        self.parents: Controller[ObjectKey] = Controller(
+            name=f"map/{spec.name}", kind=parent.kind, reconcile=ParentSync(context), clock=clock)
+        input_watches = [Watch(rule.info.kind, self._input_keys) for rule in inputs.values()]
+        output_watches = [Watch(kind, self._output_keys, delay=OUTPUT_SETTLE)
+                          for kind in dict.fromkeys(o.child.kind for o in outputs)]
+        self.inputs: Controller[InputKey] = Controller(
+            name=f"map/{spec.name}/inputs", kind=parent.kind, reconcile=InputSync(context),
+            primary=input_watches[0], watches=input_watches[1:] + output_watches, workers=spec.parallelism,
+            clock=clock, event_key=lambda key: key.parent_key)
+        context.enqueue_input = self.inputs.queue.add
+        context.refresh_parent = lambda key: self.parents.queue.add_after(key, STATUS_SETTLE)
+        self.controllers: list[Controller[Any]] = [self.parents, self.inputs]
+
+    def close(self) -> None:
+        """Cancel hook calls in flight and refuse new ones."""
+        self.context.closed.append(True)
+        for hook in (self.context.map_hook, self.context.tombstone_hook):
+            if hook is not None:
+                hook.close()
+
+    # --- building -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _hooks(spec: MapSpec, cluster: Cluster, metrics: HookMetrics | None, options: Options) -> tuple[Any, Any]:
+        def build(name: str, hook_spec: Mapping[str, Any] | None, shape: Any) -> Any:
+            return build_hook(hook_spec, field=f"spec.hooks.{name}", controller=spec.name, hook=name, shape=shape,
+                              output_field="outputs", cluster=cluster, resolve=options.resolve, metrics=metrics)
+        map_hook = build("map", spec.map_hook, MAP_SHAPE)
+        if map_hook is None:
+            raise SpecError("spec.hooks.map", "a webhook, python or pipeline hook is required")
+        return map_hook, build("tombstone", spec.tombstone_hook, TOMBSTONE_SHAPE)
+
+    # --- watches ------------------------------------------------------------------------------
+
+    def _input_keys(self, obj: Obj, primary: Kind) -> list[InputKey]:
+        """The keys of the parents in the object's namespace that select it (read from the parent
+        informer as it stands: before the parents are listed, their own first passes map everything)."""
+        context = self.context
+        kind = Kind.of(obj)
+        rule = context.input_kind(kind.group, kind.kind)
+        if rule is None:
+            return []
+        key = ObjectKey.of(obj)
+        namespace = key.namespace if rule.info.namespaced else ""
+        mk = map_key(rule.info.kind, namespace, key.name)
+        keys = []
+        for parent in context.cache.informer(context.parent.kind).list(namespace):
+            try:
+                if is_input(obj, parent, parent_selector(parent)):
+                    keys.append(InputKey(namespace, ObjectKey.of(parent).name, mk, kind.group, kind.kind, key.name))
+            except SelectorError:
+                continue
+        return keys
+
+    def _output_keys(self, obj: Obj, primary: Kind) -> list[InputKey]:
+        meta = objects.metadata(obj)
+        labels = meta.get("labels")
+        if not isinstance(labels, dict) or labels.get(CONTROLLER_LABEL) != self.spec.name:
+            return []
+        mk, ref = labels.get(MAP_KEY_LABEL), objects.controller_of(obj)
+        parent = self.context.parent
+        if not isinstance(mk, str) or ref is None or ref.get("kind") != parent.kind.kind \
+                or Kind(str(ref.get("apiVersion", "")), parent.kind.kind).group != parent.kind.group:
+            return []
+        namespace = str(meta.get("namespace") or "") if parent.namespaced else ""
+        parent_key = ObjectKey(namespace, str(ref.get("name", "")))
+        annotations = meta.get("annotations")
+        reference = annotations.get(INPUT_ANNOTATION, "") if isinstance(annotations, dict) else ""
+        return [self.context.input_key(parent_key, mk, str(reference))]
+
+
+def fingerprint(obj: Obj) -> str:
+    """What makes a running MapController out of date when it changes: its spec and apply strategy."""
+    apply = objects.annotations_of(obj).get(APPLY_STRATEGY_ANNOTATION, "")
+    return json.dumps([obj.get("spec"), apply], sort_keys=True, default=str)
+
+
+def _resolve(api_version: str, resource: str, where: str, served: list[ResourceInfo]) -> ResourceInfo:
+    for info in served:
+        if info.plural == resource and info.kind.api_version == api_version:
+            return info
+    raise UnknownResource(f"{where}: can't find resource {resource!r} in apiVersion {api_version!r}")
+
+
+def _apply_mode(obj: Obj) -> str:
+    value = objects.annotations_of(obj).get(APPLY_STRATEGY_ANNOTATION, "dynamic-apply")
+    if value not in APPLY_STRATEGIES:
+        raise SpecError(f"metadata.annotations[{APPLY_STRATEGY_ANNOTATION!r}]",
+                        f"{value!r} is not one of {', '.join(APPLY_STRATEGIES)}")
+    return APPLY_STRATEGIES[value]

@@ -1,0 +1,102 @@
+"""The controller of MapControllers: starts, restarts and stops one MapInstance per object.
+
+`MapControllers(manager).controller()` is a reconcile.Controller over MapController objects. Its
+reconcile of one MapController:
+
+* new, or its spec (or apply strategy) changed: stops the running instance, if any, and builds a
+  new one (mapctl.instance), whose two controllers join the manager and start on every cached
+  parent and input at once. A MapController the instance cannot be built from is a Warning Event
+  `CreateError` on it: not retried when the spec itself is invalid (the next edit is), retried
+  with back-off when a resource is not served yet or a Secret is missing;
+* unchanged (labels, annotations, status edits): nothing;
+* deleted: stops the instance. Outputs stay with their parents (they are the parents' children,
+  not the MapController's), as a DecoratorController's attachments stay with their targets.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from mapctl.instance import MapInstance, Options, UnknownResource, fingerprint
+from mapctl.spec import MAP_CONTROLLER, SpecError
+from reconcile import objects
+from reconcile.cluster import ObjectKey
+from reconcile.controller import Controller
+from reconcile.errors import ReconcileError, Terminal
+from reconcile.hooks import HookConfigError
+from reconcile.manager import Manager
+from reconcile.outcome import Done, Outcome
+
+log = logging.getLogger("porchkit.mapctl")
+
+CONTROLLER_NAME = "mapcontroller"
+
+
+class CreateError(ReconcileError):
+    """The MapController could not be started; retried."""
+
+    event_reason = "CreateError"
+
+
+class InvalidMapController(Terminal):
+    """The MapController's spec is invalid: nothing to retry until it changes."""
+
+    event_reason = "CreateError"
+
+
+class MapControllers:
+    """Runs the MapControllers of one manager (see the module docstring)."""
+
+    def __init__(self, manager: Manager, options: Options | None = None) -> None:
+        self.manager, self.options = manager, options or Options()
+        self.running: dict[str, MapInstance] = {}
+        self.failed: dict[str, str] = {}  # name -> why it could not start, for local previews
+        self._lock = threading.Lock()
+
+    def controller(self) -> Controller[ObjectKey]:
+        return Controller(name=CONTROLLER_NAME, kind=MAP_CONTROLLER, reconcile=self.reconcile,
+                          clock=self.manager.clock)
+
+    def reconcile(self, key: ObjectKey) -> Outcome:
+        obj = self.manager.cache.get(MAP_CONTROLLER, key)
+        if obj is None or objects.is_deleting(obj):
+            self._stop(key.name)
+            return Done()
+        running = self.running.get(key.name)
+        if running is not None and running.fingerprint == fingerprint(obj):
+            return Done()
+        self._stop(key.name)
+        try:
+            instance = MapInstance(obj, cluster=self.manager.cluster, cache=self.manager.cache,
+                                   clock=self.manager.clock, metrics=self.manager.metrics, options=self.options)
+        except SpecError as err:
+            self.failed[key.name] = str(err)
+            raise InvalidMapController(f"Cannot create new controller: {err}") from None
+        except (UnknownResource, HookConfigError) as err:
+            self.failed[key.name] = str(err)
+            raise CreateError(f"Cannot create new controller: {err}") from None
+        with self._lock:
+            self.running[key.name] = instance
+            self.failed.pop(key.name, None)
+        for controller in instance.controllers:
+            self.manager.add(controller)
+        log.info("MapController %s started: %s", key.name, ", ".join(c.name for c in instance.controllers))
+        return Done()
+
+    def stop_all(self) -> None:
+        for name in list(self.running):
+            self._stop(name)
+
+    def _stop(self, name: str) -> None:
+        with self._lock:
+            instance = self.running.pop(name, None)
+        if instance is None:
+            return
+        for controller in instance.controllers:  # no new passes...
+            controller.queue.shutdown()
+            controller.unbind()
+        instance.close()  # ...then a pass waiting on a hook gives up at once (quietly: see InputSync)...
+        for controller in instance.controllers:
+            self.manager.remove(controller)  # ...and the passes in flight are waited for
+        log.info("MapController %s stopped", name)
