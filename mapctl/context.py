@@ -7,11 +7,13 @@ resources resolved through discovery, the built hooks, the cluster and the share
 `Memory`, the little they remember between passes:
 
 * each parent's fingerprint (its spec, labels and annotations: what a map request carries that
-  can change the answer), computed once per parent resourceVersion;
+  can change the answer) and compiled selector, computed once per parent resourceVersion;
 * each input's state after its last pass (`Settled`): when a pass finds the parent, the input and
   the outputs exactly as its previous pass left them (its own writes included), the hook is not
   asked again, so the echo of a pass's own writes costs no hook call;
-* the inputs whose last pass failed, per parent, for the parent's status.
+* the inputs whose last pass failed, per parent, for the parent's status;
+* per parent, how many input passes did something, and the status its pass last wrote at which
+  count: a parent's pass woken by nothing new (the echo of its own status write) reads nothing.
 
 Outputs are found through one informer index per MapController (`output_index`): an output of
 this MapController (controller label) under a controller owner reference is indexed by the
@@ -28,6 +30,7 @@ from typing import Any, NamedTuple
 
 from mapctl.keys import CONTROLLER_LABEL, MAP_KEY_LABEL, map_key, parse_reference
 from mapctl.protocol import group_key
+from mapctl.selection import SelectorError, parent_selector
 from mapctl.spec import MapSpec
 from reconcile import objects
 from reconcile.cache import InformerCache
@@ -35,6 +38,7 @@ from reconcile.children import ChildKind, Terms
 from reconcile.clock import Clock
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
 from reconcile.hooks import Hook
+from reconcile.selectors import LabelSelector
 
 TERMS = Terms(noun="output", answer="outputs", rules="spec.outputResources", owner="parent",
               belongs="an output of this parent for this input")
@@ -83,6 +87,7 @@ class Settled:
     input: str  # resourceVersion ("" when gone)
     outputs: frozenset[tuple[str, str, str]]  # (group/kind, name, resourceVersion)
     due: float | None  # clock.monotonic() of the next resync; None: none
+    at: float = 0.0  # clock.monotonic() when the pass ended
 
 
 @dataclass
@@ -94,6 +99,9 @@ class Memory:
     mapped: dict[ObjectKey, str] = field(default_factory=dict)  # parent -> fingerprint its inputs were mapped at
     settled: dict[InputKey, Settled] = field(default_factory=dict)
     failing: dict[ObjectKey, dict[str, str]] = field(default_factory=dict)  # parent -> map key -> message
+    activity: dict[ObjectKey, int] = field(default_factory=dict)  # parent -> input passes that did something
+    reported: dict[ObjectKey, tuple[int, str, str]] = field(default_factory=dict)  # parent -> its last status
+    selectors: dict[ObjectKey, tuple[str, LabelSelector | SelectorError]] = field(default_factory=dict)
 
     def fingerprint(self, parent: Obj) -> str:
         meta = objects.metadata(parent)
@@ -119,6 +127,27 @@ class Memory:
                 if not found:
                     del self.failing[key.parent_key]
 
+    def selector(self, parent: Obj) -> LabelSelector:
+        """The parent's compiled `spec.selector` (selection.parent_selector), compiled once per
+        parent resourceVersion; raises SelectorError as that does."""
+        meta = objects.metadata(parent)
+        key, version = ObjectKey.of(parent), f"{meta.get('uid')}/{meta.get('resourceVersion')}"
+        known = self.selectors.get(key)
+        if known is None or known[0] != version:
+            try:
+                compiled: LabelSelector | SelectorError = parent_selector(parent)
+            except SelectorError as err:
+                compiled = err
+            known = self.selectors[key] = (version, compiled)
+        if isinstance(known[1], SelectorError):
+            raise known[1]
+        return known[1]
+
+    def touch(self, parent: ObjectKey) -> None:
+        """An input pass of `parent` did something (or failed): its status needs a look."""
+        with self.lock:
+            self.activity[parent] = self.activity.get(parent, 0) + 1
+
     def failures(self, parent: ObjectKey) -> dict[str, str]:
         with self.lock:
             return dict(self.failing.get(parent, {}))
@@ -128,22 +157,24 @@ class Memory:
             self.mapped.pop(parent, None)
             self.failing.pop(parent, None)
             self.fingerprints.pop(parent, None)
+            self.activity.pop(parent, None)
+            self.reported.pop(parent, None)
+            self.selectors.pop(parent, None)
             for key in [k for k in self.settled if k.parent_key == parent]:
                 del self.settled[key]
 
 
 def output_index(controller: str) -> tuple[str, Callable[[Obj], list[str]]]:
-    """The name and function of the informer index that finds this MapController's outputs."""
+    """The name and function of the informer index that finds this MapController's outputs of one
+    map key: `<owner uid>/<map key>`."""
     def index(obj: Obj) -> list[str]:
         labels = objects.metadata(obj).get("labels")
         if not isinstance(labels, Mapping) or labels.get(CONTROLLER_LABEL) != controller:
             return []
         ref = objects.controller_of(obj)
         uid = str(ref.get("uid") or "") if ref is not None else ""
-        if not uid:
-            return []
         key = labels.get(MAP_KEY_LABEL)
-        return [uid, f"{uid}/{key}"] if isinstance(key, str) and key else [uid]
+        return [f"{uid}/{key}"] if uid and isinstance(key, str) and key else []
     return f"mapctl/{controller}", index
 
 
@@ -174,10 +205,20 @@ class MapContext:
     def index(self) -> str:
         return f"mapctl/{self.spec.name}"
 
-    def outputs_of(self, parent_uid: str, key: str | None = None) -> dict[OutputKind, list[Obj]]:
-        """The parent's outputs of every output kind (cached), of one map key or all of them."""
-        value = f"{parent_uid}/{key}" if key is not None else parent_uid
+    def outputs_of(self, parent_uid: str, key: str) -> dict[OutputKind, list[Obj]]:
+        """The parent's outputs of one map key, of every output kind (cached)."""
+        value = f"{parent_uid}/{key}"
         return {kind: self.cache.by_index(kind.child.kind, self.index, value) for kind in self.outputs}
+
+    def all_outputs(self, parent_uid: str) -> dict[OutputKind, list[Obj]]:
+        """Every object of the output kinds the parent controls that some MapController stamped
+        (cached): this one's, and those of any other MapController of the same parent kind."""
+        found: dict[OutputKind, list[Obj]] = {}
+        for kind in self.outputs:
+            found[kind] = [obj for obj in self.cache.by_index(kind.child.kind, "owner", parent_uid)
+                           if CONTROLLER_LABEL in (objects.metadata(obj).get("labels") or {})
+                           and (objects.controller_of(obj) or {}).get("uid") == parent_uid]
+        return found
 
     def input_kind(self, group: str, kind: str) -> InputKind | None:
         return self.inputs.get((group, kind))

@@ -95,7 +95,8 @@ _SPEC = _object({
         "The kinds the map hook may return; each output is owned by the parent and tagged with its input.",
         {"updateStrategy": _object({"method": {"type": "string", "enum": _UPDATE_METHODS}})}),
     "resyncPeriodSeconds": _described(
-        _INT, "Sync every parent again after this many seconds (at least 1) even if nothing changed."),
+        _INT, "Ask the hooks again about every input (and kept detached outputs) after this many seconds "
+              "(at least 1), even if nothing changed."),
     "parallelism": _described(
         {**_INT, "minimum": 1, "maximum": MAX_PARALLELISM, "default": DEFAULT_PARALLELISM},
         "How many map (or tombstone) hook calls, for different inputs, may run at once."),

@@ -17,7 +17,10 @@
    Without a tombstone hook they are all deleted;
 5. remembers the state it left (context.Settled). A pass that finds the parent, the input and
    the outputs just as the previous pass left them, with no resync due, asks no hook: that is
-   the echo of its own writes. Then it asks the parent's pass to refresh the status.
+   the echo of its own writes. A pass that finds the cache behind the previous pass's writes
+   (it ran again before their watch events arrived) waits for them, up to CATCH_UP seconds,
+   instead of asking the hook about a state that is gone. Then it asks the parent's pass to
+   refresh the status.
 
 It returns `RequeueAfter` for the answer's `resyncAfterSeconds` or the MapController's
 `resyncPeriodSeconds` (while an input has outputs, or detached outputs are kept). A failure of
@@ -35,7 +38,7 @@ from dataclasses import dataclass
 from mapctl.context import TERMS, InputKey, MapContext, OutputKind, Settled, identities
 from mapctl.keys import input_reference, map_key, stamp
 from mapctl.protocol import ResponseError, map_request, parse_map_response, parse_tombstone_response, tombstone_request
-from mapctl.selection import SelectorError, is_input, parent_selector
+from mapctl.selection import SelectorError, is_input
 from reconcile import objects
 from reconcile.children import Change, ChildrenError, delete_children, manage_children
 from reconcile.cluster import Kind, Obj, ObjectKey
@@ -46,6 +49,8 @@ from reconcile.outcome import Done, Outcome, RequeueAfter
 log = logging.getLogger("porchkit.mapctl")
 
 MIN_RETRY_AFTER = 1.0  # seconds: a 429 without a usable Retry-After must not become a busy loop
+CATCH_UP = 2.0  # seconds after a pass during which a cache that lacks its writes is waited for...
+CATCH_UP_POLL = 0.02  # ...looking again this often
 
 
 class MapError(ReconcileError):
@@ -80,12 +85,14 @@ class InputSync:
             context.memory.failed(key, str(err))
             with context.memory.lock:
                 context.memory.settled.pop(key, None)
+            context.memory.touch(key.parent_key)
             context.refresh_parent(key.parent_key)
             if context.report is not None:
                 context.report(context.spec.name, key, err)
             raise
         context.memory.failed(key, None)
         if result is not None:
+            context.memory.touch(key.parent_key)
             context.refresh_parent(key.parent_key)
             if context.report is not None:
                 context.report(context.spec.name, key, result)
@@ -97,7 +104,7 @@ class InputSync:
         if parent is None or objects.is_deleting(parent):
             return Done(), None
         try:
-            selector = parent_selector(parent)
+            selector = context.memory.selector(parent)
         except SelectorError:
             return Done(), None  # the parent's pass reports it; its outputs stay until it is fixed
         uid = str(objects.metadata(parent).get("uid") or "")
@@ -109,8 +116,11 @@ class InputSync:
                          identities(observed), None)
         with context.memory.lock:
             last = context.memory.settled.get(key)
-        if last is not None and _unchanged(last, before, context.clock.monotonic()):
+        now = context.clock.monotonic()
+        if last is not None and _unchanged(last, before, now):
             return self._later(last.due), None
+        if last is not None and now - last.at < CATCH_UP and _behind(last, before):
+            return RequeueAfter(CATCH_UP_POLL), None  # the cache has not seen the last pass's writes yet
         if live:
             assert source is not None
             hook, outcome, changes, resync = self._map(key, parent, source, observed)
@@ -213,12 +223,25 @@ class InputSync:
                 memory.settled.pop(key, None)
             else:
                 memory.settled[key] = Settled(before.parent, before.input,
-                                              frozenset((k, n, v) for (k, n), v in after.items()), due)
+                                              frozenset((k, n, v) for (k, n), v in after.items()), due,
+                                              self.context.clock.monotonic())
 
     def _later(self, due: float | None) -> Outcome:
         if due is None or not self.context.follow_resync:
             return Done()
         return RequeueAfter(max(due - self.context.clock.monotonic(), 0.0))
+
+
+def _behind(last: Settled, now: Settled) -> bool:
+    """Whether the cache looks older than what the last pass left: an output it wrote or kept is
+    missing or at an older resourceVersion, or one it deleted is still there. (Someone else's
+    change can look the same: it is waited for at most CATCH_UP seconds.)"""
+    seen = {(kind, name): version for kind, name, version in now.outputs}
+    for kind, name, version in last.outputs:
+        found = seen.pop((kind, name), None)
+        if found is None or (found.isdigit() and version.isdigit() and int(found) < int(version)):
+            return True
+    return bool(seen)
 
 
 def _unchanged(last: Settled, now: Settled, monotonic: float) -> bool:

@@ -4,8 +4,9 @@
 resources through discovery, builds its hooks (reconcile.hooks) and two `reconcile.Controller`s:
 
 * `map/<name>` over parents (parents.ParentSync), keyed by the parent's ObjectKey, woken by
-  every change of a parent, and (after `STATUS_SETTLE` seconds, so that a burst of input passes
-  brings one status write) by every input pass;
+  every change of a parent but those of its status alone (the MapController's own writes),
+  and (after `STATUS_SETTLE` seconds, so that a burst of changes brings one status write) by
+  every input pass and every change of an output it stamped;
 * `map/<name>/inputs` over one parent's one input (inputs.InputSync), keyed by `InputKey`, with
   `spec.parallelism` workers: so many hook calls run at once, each for a different input. Its
   watches: every input kind (a change wakes the key of each parent in the input's namespace
@@ -31,7 +32,7 @@ from mapctl.inputs import InputSync, MapResult
 from mapctl.keys import CONTROLLER_LABEL, INPUT_ANNOTATION, MAP_KEY_LABEL, map_key
 from mapctl.parents import ParentSync
 from mapctl.protocol import MAP_SHAPE, TOMBSTONE_SHAPE, controller_object
-from mapctl.selection import SelectorError, is_input, parent_selector
+from mapctl.selection import SelectorError, is_input
 from mapctl.spec import MapSpec, SpecError, parse_map_controller
 from reconcile import objects
 from reconcile.cache import InformerCache
@@ -52,9 +53,10 @@ OUTPUT_SETTLE = 0.05
 """Seconds an output's change waits before it wakes its input's pass: the outputs one pass wrote
 are then seen together (their echo costs no hook call: see inputs.py)."""
 
-STATUS_SETTLE = 0.2
+STATUS_SETTLE = 1.0
 """Seconds an input pass waits before it wakes its parent's pass: a burst of input passes brings
-one status write."""
+one status write (a parent's pass reads all its inputs and outputs: with 10,000 of each it takes
+some tens of milliseconds)."""
 
 
 class UnknownResource(ReconcileError):
@@ -97,11 +99,13 @@ class MapInstance:
         index_name, index = output_index(spec.name)
         for kind in {o.child.kind for o in outputs}:
             cache.informer(kind).add_index(index_name, index)
+        output_kinds = list(dict.fromkeys(o.child.kind for o in outputs))
         self.parents: Controller[ObjectKey] = Controller(
-            name=f"map/{spec.name}", kind=parent.kind, reconcile=ParentSync(context), clock=clock)
+            name=f"map/{spec.name}", kind=parent.kind, reconcile=ParentSync(context), clock=clock,
+            primary=Watch(parent.kind, lambda obj, primary: [ObjectKey.of(obj)], changes=_beyond_status),
+            watches=[Watch(kind, self._output_parents, delay=STATUS_SETTLE) for kind in output_kinds])
         input_watches = [Watch(rule.info.kind, self._input_keys) for rule in inputs.values()]
-        output_watches = [Watch(kind, self._output_keys, delay=OUTPUT_SETTLE)
-                          for kind in dict.fromkeys(o.child.kind for o in outputs)]
+        output_watches = [Watch(kind, self._output_keys, delay=OUTPUT_SETTLE) for kind in output_kinds]
         self.inputs: Controller[InputKey] = Controller(
             name=f"map/{spec.name}/inputs", kind=parent.kind, reconcile=InputSync(context),
             primary=input_watches[0], watches=input_watches[1:] + output_watches, workers=spec.parallelism,
@@ -145,10 +149,17 @@ class MapInstance:
         keys = []
         for parent in context.cache.informer(context.parent.kind).list(namespace):
             try:
-                if is_input(obj, parent, parent_selector(parent)):
+                if is_input(obj, parent, context.memory.selector(parent)):
                     keys.append(InputKey(namespace, ObjectKey.of(parent).name, mk, kind.group, kind.kind, key.name))
             except SelectorError:
                 continue
+        return keys
+
+    def _output_parents(self, obj: Obj, primary: Kind) -> list[ObjectKey]:
+        """The parent of a stamped output, whose counts it changes (once the cache holds it)."""
+        keys = [key.parent_key for key in self._output_keys(obj, primary)]
+        for key in keys:
+            self.context.memory.touch(key)
         return keys
 
     def _output_keys(self, obj: Obj, primary: Kind) -> list[InputKey]:
@@ -166,6 +177,18 @@ class MapInstance:
         annotations = meta.get("annotations")
         reference = annotations.get(INPUT_ANNOTATION, "") if isinstance(annotations, dict) else ""
         return [self.context.input_key(parent_key, mk, str(reference))]
+
+
+def _beyond_status(old: Obj | None, new: Obj | None) -> bool:
+    """Whether a parent's change is more than a status write: what a map request carries that a
+    hook may answer differently to (spec, labels, annotations), or its deletion."""
+    if old is None or new is None:
+        return True
+    before, after = objects.metadata(old), objects.metadata(new)
+    return (old.get("spec") != new.get("spec") or before.get("labels") != after.get("labels")
+            or before.get("annotations") != after.get("annotations")
+            or before.get("deletionTimestamp") != after.get("deletionTimestamp")
+            or before.get("uid") != after.get("uid"))
 
 
 def fingerprint(obj: Obj) -> str:

@@ -19,6 +19,7 @@ Pure: no I/O; never changes an object it is given.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from typing import Any
@@ -32,6 +33,7 @@ INPUT_ANNOTATION = "mapctl.porchkit.dev/input"
 _PREFIX = "mk-"
 
 
+@functools.lru_cache(maxsize=65536)  # a parent's pass keys every input it has, on every pass
 def map_key(kind: Kind, namespace: str, name: str) -> str:
     """The map key of the input `kind` `namespace/name`; the version of `kind` does not count."""
     digest = hashlib.sha256(f"{kind.group}/{kind.kind}/{namespace}/{name}".encode()).hexdigest()

@@ -6,8 +6,8 @@ on it until they are idle (reconcile.local.run_until_idle), and returns a `Previ
 input pass did to outputs, the outputs and parents as they ended up, and one line per
 MapController that could not start or input whose last pass failed. Webhooks are called for real
 (`resolve` points in-cluster service names at local servers); python and pipeline hooks run
-in-process. `resyncPeriodSeconds` and `resyncAfterSeconds` are not followed: a preview is one pass
-to a standstill.
+in-process. A parent whose selector cannot be used is an error line too. `resyncPeriodSeconds`
+and `resyncAfterSeconds` are not followed: a preview is one pass to a standstill.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from mapctl.context import InputKey
 from mapctl.crds import map_controller_crd
 from mapctl.inputs import MapResult
 from mapctl.instance import Options
+from mapctl.parents import condition_type
 from mapctl.spec import MAP_CONTROLLER
 from mapctl.supervisor import MapControllers
-from reconcile import objects
+from reconcile import conditions, objects
 from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
@@ -91,4 +92,9 @@ def _preview(cluster: EmbeddedCluster, loaded: Mapping[tuple[Kind, ObjectKey], L
     for kind in dict.fromkeys(parent_kinds.values()):
         for parent in cluster.list(kind).items:
             preview.parents[(kind, ObjectKey.of(parent))] = for_display(parent)
+    for controller, kind in sorted(parent_kinds.items()):
+        for (parent_kind, key), parent in preview.parents.items():
+            found = conditions.find(conditions.conditions_of(parent), condition_type(controller))
+            if parent_kind == kind and found is not None and found.get("reason") == "InvalidSelector":
+                preview.errors.append(f"{kind.kind} {key}: MapController {controller}: {found.get('message')}")
     return preview

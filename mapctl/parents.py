@@ -12,11 +12,15 @@
    what a map request carries), queues every input, and every map key its outputs carry that no
    input has any more (detached outputs, for the tombstone pass). Otherwise inputs come and go
    through their own watches, and the pass only refreshes the status;
-5. writes `status` (status.py's counts, `observedGeneration`, and a `Mapped` condition: True
-   when every input's last pass succeeded, else False `MapError` with how many failed and the
-   first failure's message), through the status subresource when the parent's kind has one.
-   Fields of `status` the MapController does not write are kept. Nothing is written when the
-   status is unchanged.
+5. writes `status` (status.py's counts, `observedGeneration`, and the condition
+   `<MapController name>.mapctl.porchkit.dev/Mapped`: True when every input's last pass
+   succeeded, else False `MapError` with how many failed and the first failure's message),
+   through the status subresource when the parent's kind has one. Output counts take every
+   output the parent controls that a MapController stamped, and `inputs`/`outputs` are merged
+   per resource with what is there, so that MapControllers sharing a parent kind write the same
+   numbers instead of overwriting each other's. Other fields of `status` are kept. Nothing is
+   written when the status is unchanged, and a pass woken by nothing new (its own status
+   write's echo) reads nothing.
 """
 
 from __future__ import annotations
@@ -27,17 +31,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from mapctl.context import InputKey, MapContext
-from mapctl.keys import INPUT_ANNOTATION, key_of, map_key
-from mapctl.selection import SelectorError, is_input, parent_selector
+from mapctl.keys import CONTROLLER_LABEL, INPUT_ANNOTATION, key_of, map_key
+from mapctl.selection import SelectorError, is_input
 from mapctl.status import aggregate
 from reconcile import conditions, objects
-from reconcile.cluster import Kind, Obj, ObjectKey
+from reconcile.cluster import Obj, ObjectKey
 from reconcile.errors import Conflict, NotFound, ReconcileError
 from reconcile.outcome import Done, Outcome
 
 log = logging.getLogger("porchkit.mapctl")
 
-MAPPED = "Mapped"
+MAPPED_SUFFIX = "mapctl.porchkit.dev/Mapped"
 
 
 class InvalidParent(ReconcileError):
@@ -61,30 +65,41 @@ class ParentSync:
         if objects.is_deleting(parent):
             return Done()
         try:
-            selector = parent_selector(parent)
+            selector = context.memory.selector(parent)
         except SelectorError as err:
-            self._write_status(parent, _condition(parent, "False", "InvalidSelector", str(err), context.clock.time()))
+            self._write_status(parent, self._condition(parent, "False", "InvalidSelector", str(err)))
             raise InvalidParent(f"cannot map the inputs of {key}: {err}") from None
-        live: dict[str, InputKey] = {}
+        fingerprint = context.memory.fingerprint(parent)
+        memory = context.memory
+        with memory.lock:
+            activity = memory.activity.get(key, 0)
+            changed = memory.mapped.get(key) != fingerprint
+            last = memory.reported.get(key)
+        if not changed and last is not None and last[:2] == (activity, fingerprint) \
+                and json.dumps(parent.get("status"), sort_keys=True) == last[2]:
+            return Done()  # nothing new since this status was written (its own echo, say)
         counts: dict[str, int] = {}
+        live: dict[str, InputKey] = {}
         for (group, kind_name), rule in context.inputs.items():
-            counts.setdefault(rule.plural, 0)
-            for obj in context.cache.list(rule.info.kind, key.namespace):
-                if is_input(obj, parent, selector):
+            candidates = context.cache.list(rule.info.kind, key.namespace)
+            found = [obj for obj in candidates if is_input(obj, parent, selector)]
+            counts[rule.plural] = len(found)
+            if changed:  # keys are only needed to queue them all
+                for obj in found:
                     name = ObjectKey.of(obj).name
                     mk = map_key(rule.info.kind, key.namespace, name)
                     live[mk] = InputKey(key.namespace, key.name, mk, group, kind_name, name)
-                    counts[rule.plural] += 1
         uid = str(objects.metadata(parent).get("uid") or "")
-        owned = context.outputs_of(uid)
-        fingerprint = context.memory.fingerprint(parent)
-        with context.memory.lock:
-            changed = context.memory.mapped.get(key) != fingerprint
-            context.memory.mapped[key] = fingerprint
+        owned = context.all_outputs(uid)
         if changed:
+            with memory.lock:
+                memory.mapped[key] = fingerprint
             for input_key in live.values():
                 context.enqueue_input(input_key)
-            for input_key in self._detached(key, owned, live):
+            name = context.spec.name
+            mine = {kind: [obj for obj in objs if objects.metadata(obj)["labels"].get(CONTROLLER_LABEL) == name]
+                    for kind, objs in owned.items()}
+            for input_key in self._detached(key, mine, live):
                 context.enqueue_input(input_key)
         status = aggregate(counts, {kind.plural: objs for kind, objs in owned.items()},
                            objects.metadata(parent).get("generation"))
@@ -93,10 +108,13 @@ class ParentSync:
             first = next(iter(failures.values()))
             total = sum(counts.values())
             message = f"{len(failures)} of {total} input{'s' if total != 1 else ''} failed; first: {first}"
-            status.update(_condition(parent, "False", "MapError", message, context.clock.time()))
+            status.update(self._condition(parent, "False", "MapError", message))
         else:
-            status.update(_condition(parent, "True", "Mapped", "", context.clock.time()))
-        self._write_status(parent, status)
+            status.update(self._condition(parent, "True", "Mapped", ""))
+        written = self._write_status(parent, status)
+        if written is not None:
+            with memory.lock:
+                memory.reported[key] = (activity, fingerprint, json.dumps(written.get("status"), sort_keys=True))
         return Done()
 
     def _detached(self, key: ObjectKey, owned: Mapping[Any, list[Obj]], live: Mapping[str, InputKey]) -> list[InputKey]:
@@ -111,28 +129,41 @@ class ParentSync:
                 found[mk] = self.context.input_key(key, mk, objects.annotations_of(obj).get(INPUT_ANNOTATION, ""))
         return list(found.values())
 
-    def _write_status(self, parent: Obj, ours: dict[str, Any]) -> None:
+    def _condition(self, parent: Obj, status: str, reason: str, message: str) -> dict[str, Any]:
+        current = parent.get("status")
+        found = current.get("conditions") if isinstance(current, dict) else None
+        updated = conditions.set_condition(found if isinstance(found, list) else None,
+                                           condition_type(self.context.spec.name), status,  # type: ignore[arg-type]
+                                           reason, message, now=self.context.clock.time(),
+                                           observed_generation=objects.metadata(parent).get("generation"))
+        return {"conditions": updated}
+
+    def _write_status(self, parent: Obj, ours: dict[str, Any]) -> Obj | None:
+        """The parent as stored with `ours` in its status (itself when it had it already); None
+        when the write lost a race. `inputs` and `outputs` are merged per resource with what is
+        there: another MapController of the same parent kind may count other resources."""
         current = parent.get("status")
         current = current if isinstance(current, dict) else {}
+        for field in ("inputs", "outputs"):
+            there = current.get(field)
+            if field in ours and isinstance(there, dict):
+                ours = {**ours, field: {**there, **ours[field]}}
         if all(json.dumps(current.get(k), sort_keys=True) == json.dumps(v, sort_keys=True) for k, v in ours.items()):
-            return
+            return parent
         updated = {**parent, "status": {**current, **ours}}
         context = self.context
         try:
             if "status" in context.parent.subresources:
-                context.cluster.update_status(updated)
-            else:
-                context.cluster.update(updated)
+                return context.cluster.update_status(updated)
+            return context.cluster.update(updated)
         except (Conflict, NotFound):
-            pass  # the parent changed or went: its watch event brings the next pass
+            return None  # the parent changed or went: its watch event brings the next pass
 
 
-def _condition(parent: Obj, status: str, reason: str, message: str, now: float) -> dict[str, Any]:
-    current = parent.get("status")
-    found = current.get("conditions") if isinstance(current, dict) else None
-    return {"conditions": conditions.set_condition(found if isinstance(found, list) else None, MAPPED,
-                                                   status, reason, message, now=now,  # type: ignore[arg-type]
-                                                   observed_generation=objects.metadata(parent).get("generation"))}
+def condition_type(controller: str) -> str:
+    """The type of MapController `controller`'s condition on its parents: qualified by its name,
+    so that several MapControllers of one parent kind each keep their own."""
+    return f"{controller}.{MAPPED_SUFFIX}"
 
 
-__all__ = ["MAPPED", "InvalidParent", "ParentSync", "Kind"]
+__all__ = ["MAPPED_SUFFIX", "InvalidParent", "ParentSync", "condition_type"]

@@ -24,7 +24,7 @@ from typing import Any
 
 from reconcile.errors import ReconcileError
 from reconcile.fields import describe
-from reconcile.objects import controller_of, labels_of, metadata
+from reconcile.objects import controller_of
 from reconcile.selectors import EVERYTHING, LabelSelector, check_label_key, check_label_value, parse_labels
 
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -76,18 +76,20 @@ def parent_selector(parent: Mapping[str, Any]) -> LabelSelector:
 
 def is_input(obj: Mapping[str, Any], parent: Mapping[str, Any], selector: LabelSelector) -> bool:
     """True when `obj` is an input of `parent`: same namespace, labels matching `selector` (from
-    `parent_selector(parent)`), and not controlled by `parent` itself (compared by uid)."""
-    if _namespace(obj) != _namespace(parent):
+    `parent_selector(parent)`), and not controlled by `parent` itself (compared by uid).
+
+    Plain dict reads, no copies: a parent's pass asks this of every object of its input kinds."""
+    meta, parent_meta = obj.get("metadata") or {}, parent.get("metadata") or {}
+    if (meta.get("namespace") or "") != (parent_meta.get("namespace") or ""):
         return False
-    if not selector.matches(labels_of(obj)):
+    labels = meta.get("labels")
+    if not selector.matches(labels if isinstance(labels, dict) else None):
         return False
+    if not meta.get("ownerReferences"):
+        return True
     owner = controller_of(obj)
-    parent_uid = metadata(parent).get("uid")
+    parent_uid = parent_meta.get("uid")
     return not (owner is not None and parent_uid and owner.get("uid") == parent_uid)
-
-
-def _namespace(obj: Mapping[str, Any]) -> str:
-    return str(metadata(obj).get("namespace") or "")
 
 
 def _check_expression(raw: Any, field: str) -> None:

@@ -162,19 +162,26 @@ class Informer:
 
     # --- cache reads ------------------------------------------------------------------------
 
+    # Reads take no lock: each copies what it needs in one step the GIL makes atomic (a dict
+    # lookup, list() or tuple() of a dict's values or a set), so a reader never waits for a writer
+    # or for other readers (with many workers, a shared lock here made them queue up). A read
+    # racing a write sees the object before or after it, as a read a moment earlier or later would.
+
     def get(self, key: ObjectKey) -> Obj | None:
-        with self._lock:
-            return self._cache.get(key)
+        return self._cache.get(key)
 
     def list(self, namespace: str = "") -> list[Obj]:
-        with self._lock:
-            if not namespace:
-                return list(self._cache.values())
-            return [self._cache[k] for k in self._indexes["namespace"].get(namespace, ())]
+        if not namespace:
+            return list(self._cache.values())
+        return self._lookup(tuple(self._indexes["namespace"].get(namespace, ())))
 
     def by_index(self, name: str, value: str) -> builtins.list[Obj]:
-        with self._lock:
-            return [self._cache[k] for k in self._indexes[name].get(value, ())]
+        return self._lookup(tuple(self._indexes[name].get(value, ())))
+
+    def _lookup(self, keys: tuple[ObjectKey, ...]) -> builtins.list[Obj]:
+        cache = self._cache
+        found = [cache.get(key) for key in keys]
+        return [obj for obj in found if obj is not None]  # one removed since the keys were taken
 
     def __len__(self) -> int:
         return len(self._cache)

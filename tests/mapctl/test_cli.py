@@ -1,0 +1,200 @@
+"""`porchkit map reconcile -f DIR`, run as a user runs it: a process of its own, over the examples.
+
+The examples are testdata/mapctl/configmap-per-service (a pipeline hook) and
+testdata/mapctl/snapshotschedule (python hooks), unedited, previewed together (`-f` twice: two
+MapControllers of two parent kinds side by side) once as a table and once as YAML; then broken
+copies of them: a manifest that is not YAML, a MapController with an invalid spec, and a hook
+that fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mapctl.parents import MAPPED_SUFFIX
+
+ROOT = Path(__file__).resolve().parents[2]  # where `tests.mapctl.pyhooks` imports from
+EXAMPLES = ROOT / "testdata" / "mapctl"
+SERVICES = EXAMPLES / "configmap-per-service"
+SNAPSHOTS = EXAMPLES / "snapshotschedule"
+
+
+def porchkit(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "porchkit", "map", "reconcile", *args], cwd=cwd, env=dict(os.environ),
+                          capture_output=True, text=True, timeout=60)
+
+
+def rows(text: str) -> list[list[str]]:
+    return [line.split() for line in text.splitlines()]
+
+
+def documents(text: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """The YAML documents printed, by kind and name."""
+    return {(doc["kind"], doc["metadata"]["name"]): doc for doc in yaml.safe_load_all(text) if doc}
+
+
+def copy_of(example: Path, directory: Path) -> Path:
+    shutil.copytree(example, directory)
+    return directory
+
+
+def mapped(parent: dict[str, Any]) -> str:
+    [condition] = [c for c in parent["status"]["conditions"] if c["type"].endswith(MAPPED_SUFFIX)]
+    status: str = condition["status"]
+    return status
+
+
+@pytest.fixture(scope="module")
+def table() -> tuple[list[list[str]], list[str]]:
+    """The preview of both examples as a table: the change rows (after the header) and the
+    parent lines (header included)."""
+    result = porchkit("-f", str(SERVICES), "-f", str(SNAPSHOTS))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    changes, parents = result.stdout.split("\n\n")
+    header, *created = rows(changes)
+    assert header == ["MAPCONTROLLER", "PARENT", "INPUT", "CHANGE", "OUTPUT"]
+    return created, parents.splitlines()
+
+
+@pytest.fixture(scope="module")
+def printed() -> dict[tuple[str, str], dict[str, Any]]:
+    """The preview of both examples as YAML, by kind and name."""
+    result = porchkit("-f", str(SERVICES), "-f", str(SNAPSHOTS), "-o", "yaml")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    return documents(result.stdout)
+
+
+Table = tuple[list[list[str]], list[str]]
+Printed = dict[tuple[str, str], dict[str, Any]]
+
+
+class TestConfigMapPerService:
+    def test_the_table_lists_one_configmap_per_exposed_service_and_the_directorys_counts(self, table: Table) -> None:
+        created, parents = table
+        assert sorted(row for row in created if row[0] == "configmap-per-service") == [
+            ["configmap-per-service", "default/exposed-services", "Service", name, "create", "ConfigMap",
+             f"default/{name}-endpoint"] for name in ("api", "web")]
+        assert parents[0].split() == ["PARENT", "STATUS"]
+        # The outputs count is not checked: it is sometimes 0 (see TestStaleCache in test_live.py).
+        assert [line.split(";")[0] for line in parents if line.startswith("ServiceDirectory")] == [
+            "ServiceDirectory default/exposed-services  inputs: services=2"]
+
+    def test_yaml_output_is_the_configmaps_owned_by_the_directory_and_its_status(self, printed: Printed) -> None:
+        found = {key: doc for key, doc in printed.items() if key[0] in ("ConfigMap", "ServiceDirectory")}
+        assert set(found) == {("ConfigMap", "web-endpoint"), ("ConfigMap", "api-endpoint"),
+                              ("ServiceDirectory", "exposed-services")}
+        assert found["ConfigMap", "web-endpoint"]["data"] == {"host": "web.default.svc.cluster.local", "port": "80"}
+        assert found["ConfigMap", "api-endpoint"]["data"] == {"host": "api.default.svc.cluster.local", "port": "9000"}
+        for name in ("web", "api"):
+            meta = found["ConfigMap", f"{name}-endpoint"]["metadata"]
+            assert meta["labels"]["mapctl.porchkit.dev/controller"] == "configmap-per-service"
+            assert meta["annotations"]["mapctl.porchkit.dev/input"] == f"Service/default/{name}"
+            [owner] = meta["ownerReferences"]
+            assert (owner["kind"], owner["name"], owner["controller"]) == ("ServiceDirectory", "exposed-services",
+                                                                           True)
+        directory = found["ServiceDirectory", "exposed-services"]
+        assert directory["status"]["inputs"] == {"services": {"total": 2}}
+        assert set(directory["status"]["outputs"]) == {"configmaps"}  # its count may be stale: see test_live.py
+        assert mapped(directory) == "True"
+
+
+class TestSnapshotSchedule:
+    def test_the_table_lists_one_snapshot_per_selected_pvc(self, table: Table) -> None:
+        created = [row for row in table[0] if row[0] == "snapshotschedule-controller"]
+        assert len(created) == 2
+        for row in created:
+            controller, parent, kind, claim, action, output_kind, output = row
+            assert (controller, parent, kind, action, output_kind) == (
+                "snapshotschedule-controller", "default/my-app-snapshots", "PersistentVolumeClaim", "create",
+                "VolumeSnapshot")
+            assert re.fullmatch(rf"default/{claim}-\d+", output), output
+        assert sorted(row[3] for row in created) == ["data-my-app-0", "data-my-app-1"]  # not scratch
+        assert [line.split(";")[0] for line in table[1] if line.startswith("SnapshotSchedule")] == [
+            "SnapshotSchedule default/my-app-snapshots  inputs: persistentvolumeclaims=2"]
+
+    def test_yaml_output_is_a_dated_snapshot_of_each_pvc_and_the_schedules_status(self, printed: Printed) -> None:
+        snapshots = [doc for (kind, _), doc in printed.items() if kind == "VolumeSnapshot"]
+        assert sorted(s["spec"]["source"]["persistentVolumeClaimName"] for s in snapshots) == [
+            "data-my-app-0", "data-my-app-1"]
+        for snapshot in snapshots:
+            claim = snapshot["spec"]["source"]["persistentVolumeClaimName"]
+            assert re.fullmatch(rf"{claim}-\d+", snapshot["metadata"]["name"])
+            assert "examples.porchkit.dev/taken-at" in snapshot["metadata"]["annotations"]
+        schedule = printed["SnapshotSchedule", "my-app-snapshots"]
+        assert schedule["status"]["inputs"] == {"persistentvolumeclaims": {"total": 2}}
+        assert set(schedule["status"]["outputs"]) == {"volumesnapshots"}
+        assert mapped(schedule) == "True"
+
+
+class TestFailures:
+    def test_a_manifest_that_is_not_yaml_is_one_line_naming_its_file(self, tmp_path: Path) -> None:
+        directory = copy_of(SERVICES, tmp_path / "m")
+        (directory / "broken.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [unclosed\n")
+        result = porchkit("-f", str(directory))
+        assert result.returncode == 1
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"porchkit: {directory / 'broken.yaml'}: line 4, column 1: invalid YAML: "), line
+        assert "Traceback" not in result.stdout + result.stderr
+
+    def test_an_invalid_map_controller_is_one_line_naming_file_object_and_field(self, tmp_path: Path) -> None:
+        directory = copy_of(SERVICES, tmp_path / "m")
+        manifest = directory / "mapcontroller.yaml"
+        manifest.write_text(manifest.read_text().replace("\n  hooks:\n", "\n  parallelism: 0\n  hooks:\n"))
+        result = porchkit("-f", str(directory))
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            f"porchkit: {manifest}: MapController configmap-per-service: spec.parallelism: 0 is out of range "
+            "(1 to 256)"]
+        assert result.stdout.splitlines()[0] == "no outputs changed"
+
+    def test_a_failing_hook_is_one_line_naming_the_input(self, tmp_path: Path) -> None:
+        directory = copy_of(SERVICES, tmp_path / "m")
+        (directory / "mapcontroller.yaml").write_text(textwrap.dedent("""\
+            apiVersion: porchkit.dev/v1alpha1
+            kind: MapController
+            metadata: {name: failing}
+            spec:
+              parentResource: {apiVersion: examples.porchkit.dev/v1alpha1, resource: servicedirectories}
+              inputResources: [{apiVersion: v1, resource: services}]
+              outputResources: [{apiVersion: v1, resource: configmaps}]
+              hooks: {map: {python: {function: "tests.mapctl.pyhooks:map_fail"}}}
+            """))
+        services = directory / "services.yaml"  # only web stays exposed
+        services.write_text(services.read_text().replace("  name: api\n  labels:\n    expose: \"true\"\n",
+                                                         "  name: api\n"))
+        result = porchkit("-f", str(directory))
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            "porchkit: MapController failing: map Service/default/web: tests.mapctl.pyhooks:map_fail raised "
+            "RuntimeError: this hook fails on purpose"]
+        assert "Traceback" not in result.stdout + result.stderr
+
+    def test_a_parent_whose_selector_cannot_be_used_is_one_line_naming_it_and_the_field(self, tmp_path: Path) -> None:
+        directory = copy_of(SERVICES, tmp_path / "m")
+        (directory / "servicedirectory.yaml").write_text(textwrap.dedent("""\
+            apiVersion: examples.porchkit.dev/v1alpha1
+            kind: ServiceDirectory
+            metadata: {name: exposed-services}
+            spec:
+              selector:
+                matchExpressions: [{key: expose, operator: Equals}]
+            """))
+        result = porchkit("-f", str(directory))
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            "porchkit: ServiceDirectory default/exposed-services: MapController configmap-per-service: "
+            "spec.selector.matchExpressions[0].operator: \"Equals\" is not a selector operator (In, NotIn, Exists, "
+            "DoesNotExist)"]
+        assert result.stdout.splitlines()[0] == "no outputs changed"
