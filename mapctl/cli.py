@@ -90,11 +90,13 @@ def _counts(parent: dict[str, Any]) -> str:
     """`inputs: persistentvolumeclaims=2; outputs: volumesnapshots=2 (Ready=0)`, from the status."""
     found = parent.get("status")
     status: dict[str, Any] = found if isinstance(found, dict) else {}
-    inputs = status.get("inputs") or {}
-    outputs = status.get("outputs") or {}
-    parts = [f"{plural}={counts.get('total', 0)}" for plural, counts in inputs.items()]
+    inputs: dict[str, Any] = status["inputs"] if isinstance(status.get("inputs"), dict) else {}
+    outputs: dict[str, Any] = status["outputs"] if isinstance(status.get("outputs"), dict) else {}
+    parts = [f"{plural}={counts.get('total', 0)}" for plural, counts in inputs.items() if isinstance(counts, dict)]
     made = []
     for plural, counts in outputs.items():
+        if not isinstance(counts, dict):
+            continue  # another writer's entry
         extra = ", ".join(f"{k}={v}" for k, v in counts.items() if k != "total")
         made.append(f"{plural}={counts.get('total', 0)}" + (f" ({extra})" if extra else ""))
     return f"inputs: {', '.join(parts) or '-'}; outputs: {', '.join(made) or '-'}"

@@ -6,8 +6,9 @@ map or tombstone hook, then the outputs). `MapContext` is what both read: the sp
 resources resolved through discovery, the built hooks, the cluster and the shared cache, and
 `Memory`, the little they remember between passes:
 
-* each parent's fingerprint (its spec, labels and annotations: what a map request carries that
-  can change the answer) and compiled selector, computed once per parent resourceVersion;
+* each parent's fingerprint (its uid, spec, labels and annotations: what a map request carries
+  that can change the answer, and which parent of that name it is) and compiled selector,
+  computed once per parent resourceVersion;
 * each input's state after its last pass (`Settled`): when a pass finds the parent, the input and
   the outputs exactly as its previous pass left them (its own writes included), the hook is not
   asked again, so the echo of a pass's own writes costs no hook call;
@@ -110,8 +111,8 @@ class Memory:
             known = self.fingerprints.get(key)
         if known is not None and known[0] == version:
             return known[1]
-        value = json.dumps([parent.get("spec"), meta.get("labels"), meta.get("annotations")], sort_keys=True,
-                           default=str)
+        value = json.dumps([meta.get("uid"), parent.get("spec"), meta.get("labels"), meta.get("annotations")],
+                           sort_keys=True, default=str)
         with self.lock:
             self.fingerprints[key] = (version, value)
         return value

@@ -11,7 +11,9 @@
    the answer's outputs get the parent's namespace when they name none, are stamped (map key and
    controller labels, input annotation) and made so by reconcile.children with the output
    rule's update method;
-4. otherwise the outputs are detached: with a tombstone hook, request `{controller, parent,
+4. otherwise the outputs are detached (a key known only by its map key, from an output whose
+   input annotation was edited, first looks for a live input with that map key, and hands over
+   to its key if there is one): with a tombstone hook, request `{controller, parent,
    mapKey, outputs}` and every detached output the answer does not list (by kind and name) is
    deleted; the ones it keeps are never changed (the proposal lets the hook keep, not edit).
    Without a tombstone hook they are all deleted;
@@ -45,6 +47,7 @@ from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.errors import ReconcileError
 from reconcile.hooks import Hook, HookError, HookRetryAfter
 from reconcile.outcome import Done, Outcome, RequeueAfter
+from reconcile.selectors import LabelSelector
 
 log = logging.getLogger("porchkit.mapctl")
 
@@ -110,7 +113,12 @@ class InputSync:
         uid = str(objects.metadata(parent).get("uid") or "")
         observed = context.outputs_of(uid, key.map_key)
         source = self._input(key)
-        live = source is not None and is_input(source, parent, selector)
+        if source is None and not key.name:
+            named = self._named(key, parent, selector)
+            if named is not None:  # an output's annotation was edited: its input is alive
+                context.enqueue_input(named)
+                return Done(), None
+        live = source is not None and is_input(source, parent, selector, controller=context.spec.name)
         before = Settled(context.memory.fingerprint(parent),
                          str(objects.metadata(source).get("resourceVersion") or "") if live and source else "",
                          identities(observed), None)
@@ -130,6 +138,11 @@ class InputSync:
             return outcome, None
         due = context.clock.monotonic() + resync if resync is not None else None
         self._settle(key, before, observed, changes, due)
+        now_parent = context.cache.get(context.parent.kind, key.parent_key)
+        if now_parent is not None and context.memory.fingerprint(now_parent) != before.parent:
+            # The parent changed during the pass (its selector, say), and its own pass may have
+            # found this input's outputs not yet cached: look again.
+            context.enqueue_input(key)
         return self._later(due), MapResult(context.spec.name, key, hook, tuple(changes))
 
     # --- the two hooks ------------------------------------------------------------------------
@@ -203,6 +216,18 @@ class InputSync:
         if found is None or map_key(kind.info.kind, key.namespace, key.name) != key.map_key:
             return None
         return found
+
+    def _named(self, key: InputKey, parent: Obj, selector: LabelSelector) -> InputKey | None:
+        """The live input with `key`'s map key, for a key known only by its map key (an output
+        whose input annotation does not read back as that key); one look at every input."""
+        context = self.context
+        for (group, kind_name), rule in context.inputs.items():
+            for obj in context.cache.list(rule.info.kind, key.namespace):
+                name = ObjectKey.of(obj).name
+                if map_key(rule.info.kind, key.namespace, name) == key.map_key \
+                        and is_input(obj, parent, selector, controller=context.spec.name):
+                    return InputKey(key.namespace, key.parent, key.map_key, group, kind_name, name)
+        return None
 
     def _settle(self, key: InputKey, before: Settled, observed: dict[OutputKind, list[Obj]],
                 changes: Sequence[Change], due: float | None) -> None:

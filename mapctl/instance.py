@@ -12,7 +12,7 @@ resources through discovery, builds its hooks (reconcile.hooks) and two `reconci
   watches: every input kind (a change wakes the key of each parent in the input's namespace
   whose selector matches the object before or after the change) and every output kind (a change
   of an output this MapController stamped wakes its parent and map key, `OUTPUT_SETTLE` seconds
-  later). Its Events are about the parent.
+  later, unless it is the version that key's last pass wrote). Its Events are about the parent.
 
 The supervisor (supervisor.py) adds the controllers to the manager and removes them when the
 MapController changes or goes away. Building raises SpecError for an invalid spec,
@@ -97,15 +97,17 @@ class MapInstance:
             map_hook=hooks[0], tombstone_hook=hooks[1], cluster=cluster, cache=cache, clock=clock, mode=mode,
             follow_resync=options.follow_resync, report=options.report)
         index_name, index = output_index(spec.name)
-        for kind in {o.child.kind for o in outputs}:
-            cache.informer(kind).add_index(index_name, index)
+        self._indexed = [cache.informer(kind) for kind in {o.child.kind for o in outputs}]
+        for informer in self._indexed:
+            informer.add_index(index_name, index)
         output_kinds = list(dict.fromkeys(o.child.kind for o in outputs))
         self.parents: Controller[ObjectKey] = Controller(
             name=f"map/{spec.name}", kind=parent.kind, reconcile=ParentSync(context), clock=clock,
             primary=Watch(parent.kind, lambda obj, primary: [ObjectKey.of(obj)], changes=_beyond_status),
             watches=[Watch(kind, self._output_parents, delay=STATUS_SETTLE) for kind in output_kinds])
         input_watches = [Watch(rule.info.kind, self._input_keys) for rule in inputs.values()]
-        output_watches = [Watch(kind, self._output_keys, delay=OUTPUT_SETTLE) for kind in output_kinds]
+        output_watches = [Watch(kind, self._output_keys, changes=self._not_an_echo, delay=OUTPUT_SETTLE)
+                          for kind in output_kinds]
         self.inputs: Controller[InputKey] = Controller(
             name=f"map/{spec.name}/inputs", kind=parent.kind, reconcile=InputSync(context),
             primary=input_watches[0], watches=input_watches[1:] + output_watches, workers=spec.parallelism,
@@ -115,11 +117,13 @@ class MapInstance:
         self.controllers: list[Controller[Any]] = [self.parents, self.inputs]
 
     def close(self) -> None:
-        """Cancel hook calls in flight and refuse new ones."""
+        """Cancel hook calls in flight and refuse new ones, and drop the output index."""
         self.context.closed.append(True)
         for hook in (self.context.map_hook, self.context.tombstone_hook):
             if hook is not None:
                 hook.close()
+        for informer in self._indexed:
+            informer.remove_index(self.context.index)
 
     # --- building -----------------------------------------------------------------------------
 
@@ -149,7 +153,7 @@ class MapInstance:
         keys = []
         for parent in context.cache.informer(context.parent.kind).list(namespace):
             try:
-                if is_input(obj, parent, context.memory.selector(parent)):
+                if is_input(obj, parent, context.memory.selector(parent), controller=self.spec.name):
                     keys.append(InputKey(namespace, ObjectKey.of(parent).name, mk, kind.group, kind.kind, key.name))
             except SelectorError:
                 continue
@@ -161,6 +165,21 @@ class MapInstance:
         for key in keys:
             self.context.memory.touch(key)
         return keys
+
+    def _not_an_echo(self, old: Obj | None, new: Obj | None) -> bool:
+        """False for an output written or kept by its input's last pass, in the version that pass
+        left (the echo of its own write: no pass needed); True for any other change, deletions
+        included."""
+        if new is None:
+            return True
+        keys = self._output_keys(new, self.context.parent.kind)
+        if not keys:
+            return True
+        meta, kind = objects.metadata(new), Kind.of(new)
+        ident = (f"{kind.group}/{kind.kind}", str(meta.get("name")), str(meta.get("resourceVersion") or ""))
+        with self.context.memory.lock:
+            last = self.context.memory.settled.get(keys[0])
+        return last is None or ident not in last.outputs
 
     def _output_keys(self, obj: Obj, primary: Kind) -> list[InputKey]:
         meta = objects.metadata(obj)

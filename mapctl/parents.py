@@ -36,7 +36,7 @@ from mapctl.selection import SelectorError, is_input
 from mapctl.status import aggregate
 from reconcile import conditions, objects
 from reconcile.cluster import Obj, ObjectKey
-from reconcile.errors import Conflict, NotFound, ReconcileError
+from reconcile.errors import Conflict, NotFound, Terminal
 from reconcile.outcome import Done, Outcome
 
 log = logging.getLogger("porchkit.mapctl")
@@ -44,8 +44,8 @@ log = logging.getLogger("porchkit.mapctl")
 MAPPED_SUFFIX = "mapctl.porchkit.dev/Mapped"
 
 
-class InvalidParent(ReconcileError):
-    """A parent whose `spec.selector` cannot be used; retried when it changes."""
+class InvalidParent(Terminal):
+    """A parent whose `spec.selector` cannot be used: not retried until it changes."""
 
     event_reason = "InvalidSelector"
 
@@ -82,7 +82,7 @@ class ParentSync:
         live: dict[str, InputKey] = {}
         for (group, kind_name), rule in context.inputs.items():
             candidates = context.cache.list(rule.info.kind, key.namespace)
-            found = [obj for obj in candidates if is_input(obj, parent, selector)]
+            found = [obj for obj in candidates if is_input(obj, parent, selector, controller=context.spec.name)]
             counts[rule.plural] = len(found)
             if changed:  # keys are only needed to queue them all
                 for obj in found:
@@ -156,8 +156,13 @@ class ParentSync:
             if "status" in context.parent.subresources:
                 return context.cluster.update_status(updated)
             return context.cluster.update(updated)
-        except (Conflict, NotFound):
-            return None  # the parent changed or went: its watch event brings the next pass
+        except Conflict:
+            # Someone else wrote the parent meanwhile, maybe only its status: a change that wakes
+            # no pass (see instance._beyond_status), so count again.
+            context.refresh_parent(ObjectKey.of(parent))
+            return None
+        except NotFound:
+            return None  # the parent went: nothing to count
 
 
 def condition_type(controller: str) -> str:

@@ -8,6 +8,11 @@ parent, namespace "", takes only cluster-scoped inputs), its labels match, and i
 ownerReference is not the parent: an output that is also of an input kind (ConfigMaps made from
 ConfigMaps) never feeds back into its own parent, however loose the selector.
 
+Difference from the proposal: given the MapController's name, an object that MapController
+stamped (an output of any parent) is no input either. The proposal's guard alone lets two
+parents of one namespace feed each other's outputs back in, each generation making the next,
+until names grow too long.
+
 Selector semantics are the API server's (reconcile.selectors): `NotIn` matches an absent key,
 `In` never does. A selector that cannot be compiled is a `SelectorError` naming the field
 (`spec.selector.matchExpressions[0].operator: ...`); fields other than `matchLabels` and
@@ -22,6 +27,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from mapctl.keys import CONTROLLER_LABEL
 from reconcile.errors import ReconcileError
 from reconcile.fields import describe
 from reconcile.objects import controller_of
@@ -74,9 +80,11 @@ def parent_selector(parent: Mapping[str, Any]) -> LabelSelector:
     return parse_labels({"matchLabels": dict(match), "matchExpressions": list(expressions)})
 
 
-def is_input(obj: Mapping[str, Any], parent: Mapping[str, Any], selector: LabelSelector) -> bool:
+def is_input(obj: Mapping[str, Any], parent: Mapping[str, Any], selector: LabelSelector, *,
+             controller: str = "") -> bool:
     """True when `obj` is an input of `parent`: same namespace, labels matching `selector` (from
-    `parent_selector(parent)`), and not controlled by `parent` itself (compared by uid).
+    `parent_selector(parent)`), not controlled by `parent` itself (compared by uid), and, when
+    `controller` is given, not an output of that MapController for any parent.
 
     Plain dict reads, no copies: a parent's pass asks this of every object of its input kinds."""
     meta, parent_meta = obj.get("metadata") or {}, parent.get("metadata") or {}
@@ -84,6 +92,8 @@ def is_input(obj: Mapping[str, Any], parent: Mapping[str, Any], selector: LabelS
         return False
     labels = meta.get("labels")
     if not selector.matches(labels if isinstance(labels, dict) else None):
+        return False
+    if controller and isinstance(labels, dict) and labels.get(CONTROLLER_LABEL) == controller:
         return False
     if not meta.get("ownerReferences"):
         return True

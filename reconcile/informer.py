@@ -154,18 +154,30 @@ class Informer:
         return bool(getattr(self._listing, "on", False))
 
     def add_index(self, name: str, index: IndexFunc) -> None:
+        """Index the cache by `index` under `name` (replacing an index of that name)."""
         with self._lock:
-            self._indexers[name] = index
-            self._indexes[name] = {}
+            built: dict[str, set[ObjectKey]] = {}
             for key, obj in self._cache.items():
-                self._index(name, key, obj)
+                for value in index(obj):
+                    built.setdefault(value, set()).add(key)
+            self._indexers[name] = index
+            self._indexes[name] = built  # readers see the whole index at once
+
+    def remove_index(self, name: str) -> None:
+        """Stop keeping the index `name` (the built-in ones stay)."""
+        if name in ("namespace", "owner"):
+            return
+        with self._lock:
+            self._indexers.pop(name, None)
+            self._indexes.pop(name, None)
 
     # --- cache reads ------------------------------------------------------------------------
 
     # Reads take no lock: each copies what it needs in one step the GIL makes atomic (a dict
     # lookup, list() or tuple() of a dict's values or a set), so a reader never waits for a writer
     # or for other readers (with many workers, a shared lock here made them queue up). A read
-    # racing a write sees the object before or after it, as a read a moment earlier or later would.
+    # racing a write sees the object before or after it, as a read a moment earlier or later would:
+    # `_store` changes the cache and indexes in an order that allows it.
 
     def get(self, key: ObjectKey) -> Obj | None:
         return self._cache.get(key)
@@ -272,28 +284,29 @@ class Informer:
         self._notify([(old, new)])
 
     def _store(self, old: Obj | None, new: Obj | None) -> None:
+        """Replace `old` by `new` (either may be None) in the cache and its indexes, in an order
+        that lock-free readers can follow: an object is in the cache before any index names it,
+        and an index value that stays is never taken out and put back (a reader of it would miss
+        the object in between)."""
         key = ObjectKey.of(new if new is not None else old)  # type: ignore[arg-type]
-        if old is not None:
-            for name in self._indexers:
-                self._unindex(name, key, old)
+        if new is not None:
+            self._cache[key] = new
+        for name, indexer in self._indexers.items():
+            before = indexer(old) if old is not None else []
+            after = indexer(new) if new is not None else []
+            index = self._indexes[name]
+            for value in after:
+                if value not in before:
+                    index.setdefault(value, set()).add(key)
+            for value in before:
+                if value not in after:
+                    bucket = index.get(value)
+                    if bucket is not None:
+                        bucket.discard(key)
+                        if not bucket:
+                            del index[value]
         if new is None:
             self._cache.pop(key, None)
-        else:
-            self._cache[key] = new
-            for name in self._indexers:
-                self._index(name, key, new)
-
-    def _index(self, name: str, key: ObjectKey, obj: Obj) -> None:
-        for value in self._indexers[name](obj):
-            self._indexes[name].setdefault(value, set()).add(key)
-
-    def _unindex(self, name: str, key: ObjectKey, obj: Obj) -> None:
-        for value in self._indexers[name](obj):
-            bucket = self._indexes[name].get(value)
-            if bucket is not None:
-                bucket.discard(key)
-                if not bucket:
-                    del self._indexes[name][value]
 
     def _notify(self, changes: builtins.list[Change]) -> None:
         for old, new in changes:

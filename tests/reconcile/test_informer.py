@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -342,3 +343,52 @@ def test_a_cache_read_of_a_kind_nothing_watches_in_full_waits_for_its_first_list
     finally:
         stop.set()
         assert cache.stop(timeout=5)
+
+
+def test_reads_without_a_lock_never_miss_an_object_being_updated(running: Any) -> None:
+    # Readers take no lock: while the watch applies updates of one object, every read by
+    # namespace or index must still find it (an index value that stays is never taken out).
+    cluster = EmbeddedCluster()
+    cluster.create(configmap("busy", n="0"))
+    informer = Informer(cluster, CONFIGMAP)
+    informer.add_index("data-key", lambda obj: list((obj.get("data") or {}).keys()))
+    running(informer)
+    done = threading.Event()
+
+    def write() -> None:
+        for i in range(1, 400):
+            obj = cluster.get(CONFIGMAP, ObjectKey("default", "busy"))
+            assert obj is not None
+            obj["data"]["n"] = str(i)
+            cluster.update(obj)
+        done.set()
+
+    writer = threading.Thread(target=write, daemon=True)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: anywhere in an update
+    try:
+        writer.start()
+        misses = reads = 0
+        while not done.is_set():
+            reads += 1
+            misses += not informer.list("default") or not informer.by_index("data-key", "n") \
+                or informer.get(ObjectKey("default", "busy")) is None
+        writer.join(5)
+    finally:
+        sys.setswitchinterval(interval)
+    assert reads > 100 and misses == 0
+
+
+def test_an_index_can_be_added_and_removed_while_running(running: Any) -> None:
+    cluster = EmbeddedCluster()
+    cluster.create(configmap("a", color="red"))
+    informer = running(Informer(cluster, CONFIGMAP))
+    informer.add_index("data-key", lambda obj: list((obj.get("data") or {}).keys()))
+    assert [o["metadata"]["name"] for o in informer.by_index("data-key", "color")] == ["a"]
+    informer.remove_index("data-key")
+    informer.remove_index("owner")  # built in: kept
+    cluster.create(configmap("b", color="blue"))
+    eventually(lambda: informer.get(ObjectKey("default", "b")) is not None)
+    assert informer.by_index("owner", "nobody") == []
+    with pytest.raises(KeyError):
+        informer.by_index("data-key", "color")
