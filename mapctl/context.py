@@ -103,6 +103,7 @@ class Memory:
     activity: dict[ObjectKey, int] = field(default_factory=dict)  # parent -> input passes that did something
     reported: dict[ObjectKey, tuple[int, str, str]] = field(default_factory=dict)  # parent -> its last status
     selectors: dict[ObjectKey, tuple[str, LabelSelector | SelectorError]] = field(default_factory=dict)
+    count_cost: dict[ObjectKey, float] = field(default_factory=dict)  # parent -> seconds its last count took
 
     def fingerprint(self, parent: Obj) -> str:
         meta = objects.metadata(parent)
@@ -161,6 +162,7 @@ class Memory:
             self.activity.pop(parent, None)
             self.reported.pop(parent, None)
             self.selectors.pop(parent, None)
+            self.count_cost.pop(parent, None)
             for key in [k for k in self.settled if k.parent_key == parent]:
                 del self.settled[key]
 

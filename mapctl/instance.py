@@ -5,8 +5,8 @@ resources through discovery, builds its hooks (reconcile.hooks) and two `reconci
 
 * `map/<name>` over parents (parents.ParentSync), keyed by the parent's ObjectKey, woken by
   every change of a parent but those of its status alone (the MapController's own writes),
-  and (after `STATUS_SETTLE` seconds, so that a burst of changes brings one status write) by
-  every input pass and every change of an output it stamped;
+  and (after `STATUS_SETTLE` seconds or more, so that a burst of changes brings one status
+  write) by every input pass and every change of an output it stamped;
 * `map/<name>/inputs` over one parent's one input (inputs.InputSync), keyed by `InputKey`, with
   `spec.parallelism` workers: so many hook calls run at once, each for a different input. Its
   watches: every input kind (a change wakes the key of each parent in the input's namespace
@@ -59,6 +59,10 @@ one status write (a parent's pass reads all its inputs and outputs: with 10,000 
 some tens of milliseconds)."""
 
 
+STATUS_SHARE = 20
+"""A parent is counted again no sooner than this many times as long as its last count took."""
+
+
 class UnknownResource(ReconcileError):
     """A resource the spec names is not served by the API server (yet)."""
 
@@ -104,7 +108,7 @@ class MapInstance:
         self.parents: Controller[ObjectKey] = Controller(
             name=f"map/{spec.name}", kind=parent.kind, reconcile=ParentSync(context), clock=clock,
             primary=Watch(parent.kind, lambda obj, primary: [ObjectKey.of(obj)], changes=_beyond_status),
-            watches=[Watch(kind, self._output_parents, delay=STATUS_SETTLE) for kind in output_kinds])
+            watches=[Watch(kind, self._output_parents) for kind in output_kinds])
         input_watches = [Watch(rule.info.kind, self._input_keys) for rule in inputs.values()]
         output_watches = [Watch(kind, self._output_keys, changes=self._not_an_echo, delay=OUTPUT_SETTLE)
                           for kind in output_kinds]
@@ -113,7 +117,7 @@ class MapInstance:
             primary=input_watches[0], watches=input_watches[1:] + output_watches, workers=spec.parallelism,
             clock=clock, event_key=lambda key: key.parent_key)
         context.enqueue_input = self.inputs.queue.add
-        context.refresh_parent = lambda key: self.parents.queue.add_after(key, STATUS_SETTLE)
+        context.refresh_parent = self._refresh_parent
         self.controllers: list[Controller[Any]] = [self.parents, self.inputs]
 
     def close(self) -> None:
@@ -160,11 +164,19 @@ class MapInstance:
         return keys
 
     def _output_parents(self, obj: Obj, primary: Kind) -> list[ObjectKey]:
-        """The parent of a stamped output, whose counts it changes (once the cache holds it)."""
-        keys = [key.parent_key for key in self._output_keys(obj, primary)]
-        for key in keys:
-            self.context.memory.touch(key)
-        return keys
+        """Nothing to queue at once: a stamped output's parent, whose counts it changes (now that
+        the cache holds it), is asked to count again a little later."""
+        for key in self._output_keys(obj, primary):
+            self.context.memory.touch(key.parent_key)
+            self._refresh_parent(key.parent_key)
+        return []
+
+    def _refresh_parent(self, key: ObjectKey) -> None:
+        """Count the parent again after STATUS_SETTLE seconds, or STATUS_SHARE times as long as
+        its last count took (a count reads every input and output of the namespace): counting
+        then takes at most 1/STATUS_SHARE of the time, however large the parent."""
+        cost = self.context.memory.count_cost.get(key, 0.0)
+        self.parents.queue.add_after(key, max(STATUS_SETTLE, STATUS_SHARE * cost))
 
     def _not_an_echo(self, old: Obj | None, new: Obj | None) -> bool:
         """False for an output written or kept by its input's last pass, in the version that pass

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -78,6 +79,7 @@ class ParentSync:
         if not changed and last is not None and last[:2] == (activity, fingerprint) \
                 and json.dumps(parent.get("status"), sort_keys=True) == last[2]:
             return Done()  # nothing new since this status was written (its own echo, say)
+        started = time.perf_counter()
         counts: dict[str, int] = {}
         live: dict[str, InputKey] = {}
         for (group, kind_name), rule in context.inputs.items():
@@ -111,6 +113,8 @@ class ParentSync:
             status.update(self._condition(parent, "False", "MapError", message))
         else:
             status.update(self._condition(parent, "True", "Mapped", ""))
+        with memory.lock:
+            memory.count_cost[key] = time.perf_counter() - started
         written = self._write_status(parent, status)
         if written is not None:
             with memory.lock:
