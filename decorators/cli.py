@@ -20,6 +20,7 @@ import yaml
 from decorators.local import LocalError, Preview, reconcile_manifests
 from reconcile.errors import ReconcileError
 from reconcile.hooks import parse_resolve
+from reconcile.manifests import add_local_arguments, start_local_run
 
 USER_ERRORS: tuple[type[BaseException], ...] = (LocalError, ReconcileError)
 
@@ -30,29 +31,12 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
         "reconcile", help="run the DecoratorControllers among manifests over the other objects, no cluster",
         description="Load the manifests into an embedded API server, run the DecoratorControllers among them "
                     "until they are idle, and print the targets and attachments they changed.")
-    reconcile.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="PATH",
-                           help="a manifest file, a directory (read recursively), or - for stdin; repeatable")
-    reconcile.add_argument("--resolve", action="append", default=[], metavar="HOST=ADDR",
-                           help="call webhooks of HOST (as written in the URL, with or without :port) at ADDR "
-                                "(ip:port) instead, e.g. my-hook.metacontroller=127.0.0.1:8080; repeatable")
-    reconcile.add_argument("-o", "--output", choices=("table", "yaml"), default="table",
-                           help="a table of changes (default), or the changed objects as YAML")
-    reconcile.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
-                           help="give up when the controllers are still busy after this long (default 600)")
-    reconcile.add_argument("-v", "--verbose", action="store_true",
-                           help="log every pass and every retry on stderr (by default only the outcome is printed)")
+    add_local_arguments(reconcile, yaml_help="the changed objects")
     reconcile.set_defaults(run=reconcile_files)
 
 
 def reconcile_files(args: argparse.Namespace) -> int:
-    from reconcile import logs
-    from reconcile.gctuning import tune_for_controllers
-
-    tune_for_controllers()
-
-    # The controllers log each failed pass and its retries; the summary below names what is left
-    # failing, once, so their lines are only wanted when asked for.
-    logs.configure("text", "info" if args.verbose else "critical")
+    start_local_run(args.verbose)
     preview = reconcile_manifests(args.files, resolve=parse_resolve(args.resolve), timeout=args.timeout)
     if args.output == "yaml":
         print_yaml(preview, sys.stdout)

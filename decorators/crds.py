@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from reconcile.hooks.schema import hook_schema, tls_and_auth_schema
+
 GROUP = "metacontroller.k8s.io"
 VERSION = "v1alpha1"
 
@@ -34,36 +36,11 @@ _BOOL: dict[str, Any] = {"type": "boolean"}
 _STRINGS: dict[str, Any] = {"type": "array", "items": _STRING}
 _STRING_MAP: dict[str, Any] = {"type": "object", "additionalProperties": _STRING}
 
-_REF = _object({"name": _STRING, "namespace": _STRING, "key": _STRING})
 _EXPRESSIONS = {"type": "array", "items": _object({"key": _STRING, "operator": _STRING, "values": _STRINGS},
                                                   ("key", "operator"))}
 _LABEL_SELECTOR = _object({"matchLabels": _STRING_MAP, "matchExpressions": _EXPRESSIONS})
 _ANNOTATION_SELECTOR = _object({"matchAnnotations": _STRING_MAP, "matchExpressions": _EXPRESSIONS})
-
-_TLS_AND_AUTH = {
-    "caBundle": _object({"inline": _STRING, "secretRef": _REF, "configMapRef": _REF}),
-    "clientTLS": _object({"secretRef": _REF, "certKey": _STRING, "privateKeyKey": _STRING}),
-    "authorization": _object({"type": _STRING, "secretRef": _REF}),
-    "basicAuth": _object({"secretRef": _REF, "usernameKey": _STRING, "passwordKey": _STRING}),
-}
-
-_WEBHOOK = _object({
-    "url": _STRING,
-    "timeout": _STRING,
-    "path": _STRING,
-    "service": _object({"name": _STRING, "namespace": _STRING, "port": _INT, "protocol": _STRING},
-                       ("name", "namespace")),
-    "etag": _object({"enabled": _BOOL, "cacheTimeoutSeconds": _INT, "cacheCleanupSeconds": _INT}),
-    "responseUnMarshallMode": {"type": "string", "enum": ["loose", "strict"]},
-    **_TLS_AND_AUTH,
-})
-
-_HOOK = _object({
-    "version": {"type": "string", "enum": ["v1", "v2"], "default": "v1"},
-    "webhook": _WEBHOOK,
-    "python": _object({"function": _STRING, "timeout": _STRING}, ("function",)),
-    "pipeline": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-})
+_HOOK = hook_schema()
 
 _UPDATE_METHODS = ["OnDelete", "Recreate", "InPlace", "RollingRecreate", "RollingInPlace"]
 
@@ -77,7 +54,7 @@ _SPEC = _object({
         ("apiVersion", "resource"))},
     "hooks": _object({"sync": _HOOK, "finalize": _HOOK, "customize": _HOOK}),
     "resyncPeriodSeconds": _INT,
-    "endpointConfigs": {"type": "array", "items": _object({"host": _STRING, **_TLS_AND_AUTH}, ("host",))},
+    "endpointConfigs": {"type": "array", "items": _object({"host": _STRING, **tls_and_auth_schema()}, ("host",))},
 }, ("resources",))
 
 

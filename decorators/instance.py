@@ -30,21 +30,16 @@ from decorators.customize import CUSTOMIZE_SHAPE
 from decorators.protocol import RESPONSE_SHAPE
 from decorators.related import Related
 from decorators.selection import TargetSelector
-from decorators.spec import DECORATOR_ANNOTATION, DecoratorSpec, ResourceRule, parse_decorator, resolve_rule
+from decorators.spec import DECORATOR_ANNOTATION, DecoratorSpec, ResourceRule, SpecError, parse_decorator, resolve_rule
 from decorators.sync import Hooks, SyncResult, TargetSync
 from reconcile import finalizers, objects
 from reconcile.cache import InformerCache
+from reconcile.children import APPLY_STRATEGY_ANNOTATION, apply_mode
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
 from reconcile.controller import Controller, Watch, Watches
 from reconcile.errors import ReconcileError
 from reconcile.hooks import HookMetrics, build_hook
-
-APPLY_STRATEGY_ANNOTATION = "porchkit.dev/apply-strategy"
-"""On a DecoratorController: "server-side-apply" or "dynamic-apply" (the default, Metacontroller's
-3-way merge). Metacontroller chooses this for the whole process with --apply-strategy."""
-
-APPLY_STRATEGIES = {"dynamic-apply": "3way", "server-side-apply": "ssa"}
 
 ATTACHMENT_SETTLE = 0.05
 """Seconds a change of an attachment waits before it wakes its target: the attachments one pass
@@ -82,7 +77,7 @@ class DecoratorInstance:
         self.attachments = [AttachmentKind(info.kind, info.namespaced, rule.method) for info, rule in (
             (self._resolve(rule.api_version, rule.resource, f"spec.attachments[{i}]", served), rule)
             for i, rule in enumerate(spec.attachments))]
-        mode = _apply_mode(obj)
+        mode = apply_mode(obj, SpecError)
         self.hooks = self._hooks(spec, cluster, metrics, options)
         controller_obj = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
                           "metadata": obj.get("metadata") or {}, "spec": obj.get("spec") or {}, "status": {}}
@@ -168,15 +163,6 @@ def fingerprint(obj: Obj) -> str:
     strategy (labels and other annotations do not restart it, as in Metacontroller)."""
     apply = objects.annotations_of(obj).get(APPLY_STRATEGY_ANNOTATION, "")
     return json.dumps([obj.get("spec"), apply], sort_keys=True, default=str)
-
-
-def _apply_mode(obj: Obj) -> str:
-    value = objects.annotations_of(obj).get(APPLY_STRATEGY_ANNOTATION, "dynamic-apply")
-    if value not in APPLY_STRATEGIES:
-        from decorators.spec import SpecError
-        raise SpecError(f"metadata.annotations[{APPLY_STRATEGY_ANNOTATION!r}]",
-                        f"{value!r} is not one of {', '.join(APPLY_STRATEGIES)}")
-    return APPLY_STRATEGIES[value]
 
 
 def _one_per_group_kind(targets: list[tuple[ResourceInfo, ResourceRule]]) -> list[ResourceInfo]:

@@ -9,10 +9,9 @@ and `tombstone` hooks. Its `required`, `enum`, `minItems` and bounds refuse at a
 spec.py would refuse later. deploy/crds/porchkit.dev_mapcontrollers.yaml is this, written out (a
 test holds the two together).
 
-The hook schema (`_hook`) accepts what decorators/crds.py's does: Metacontroller's webhook with its
-TLS and authorization settings, plus porchkit's `python` and `pipeline` hooks. mapctl may not import
-decorators, so it is written out again here, self-contained, so that both can move to reconcile
-(beside reconcile/hooks/build.py, which reads it) without change.
+Each hook's schema is reconcile.hooks.schema's, as the DecoratorController's CRD has it:
+Metacontroller's webhook with its TLS and authorization settings, plus porchkit's `python` and
+`pipeline` hooks.
 
 Not here: `spec.endpointConfigs`, which spec.py does not read; webhooks carry their own TLS
 settings.
@@ -24,6 +23,7 @@ import json
 from typing import Any
 
 from mapctl.spec import DEFAULT_PARALLELISM, MAX_PARALLELISM
+from reconcile.hooks.schema import hook_schema
 
 GROUP = "porchkit.dev"
 VERSION = "v1alpha1"
@@ -47,35 +47,6 @@ def _described(schema: Schema, description: str) -> Schema:
 
 _STRING: Schema = {"type": "string"}
 _INT: Schema = {"type": "integer", "format": "int32"}
-_BOOL: Schema = {"type": "boolean"}
-
-
-def _hook() -> Schema:
-    """One hook as reconcile/hooks/build.py reads it: a version and one of webhook, python or pipeline.
-    Knows nothing of MapControllers: it can move to reconcile as it is."""
-    ref = _object({"name": _STRING, "namespace": _STRING, "key": _STRING})
-    tls_and_auth = {
-        "caBundle": _object({"inline": _STRING, "secretRef": ref, "configMapRef": ref}),
-        "clientTLS": _object({"secretRef": ref, "certKey": _STRING, "privateKeyKey": _STRING}),
-        "authorization": _object({"type": _STRING, "secretRef": ref}),
-        "basicAuth": _object({"secretRef": ref, "usernameKey": _STRING, "passwordKey": _STRING}),
-    }
-    webhook = _object({
-        "url": _STRING,
-        "timeout": _STRING,
-        "path": _STRING,
-        "service": _object({"name": _STRING, "namespace": _STRING, "port": _INT, "protocol": _STRING},
-                           ("name", "namespace")),
-        "etag": _object({"enabled": _BOOL, "cacheTimeoutSeconds": _INT, "cacheCleanupSeconds": _INT}),
-        "responseUnMarshallMode": {"type": "string", "enum": ["loose", "strict"]},
-        **tls_and_auth,
-    })
-    return _object({
-        "version": {"type": "string", "enum": ["v1", "v2"], "default": "v1"},
-        "webhook": webhook,
-        "python": _object({"function": _STRING, "timeout": _STRING}, ("function",)),
-        "pipeline": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-    })
 
 
 def _resources(description: str, item_properties: Schema | None = None) -> Schema:
@@ -101,8 +72,8 @@ _SPEC = _object({
         {**_INT, "minimum": 1, "maximum": MAX_PARALLELISM, "default": DEFAULT_PARALLELISM},
         "How many map (or tombstone) hook calls, for different inputs, may run at once."),
     "hooks": _object(
-        {"map": _described(_hook(), "Called per input: the outputs it should have."),
-         "tombstone": _described(_hook(), "Called when an input is gone: which of its outputs to keep. "
+        {"map": _described(hook_schema(), "Called per input: the outputs it should have."),
+         "tombstone": _described(hook_schema(), "Called when an input is gone: which of its outputs to keep. "
                                           "Without it, they are deleted.")},
         ("map",)),
 }, ("parentResource", "inputResources", "outputResources", "hooks"))

@@ -36,18 +36,12 @@ from mapctl.selection import SelectorError, is_input
 from mapctl.spec import MapSpec, SpecError, parse_map_controller
 from reconcile import objects
 from reconcile.cache import InformerCache
-from reconcile.children import ChildKind
+from reconcile.children import APPLY_STRATEGY_ANNOTATION, ChildKind, apply_mode
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
 from reconcile.controller import Controller, Watch
 from reconcile.errors import ReconcileError
 from reconcile.hooks import HookMetrics, build_hook
-
-APPLY_STRATEGY_ANNOTATION = "porchkit.dev/apply-strategy"
-"""On a MapController: "server-side-apply" or "dynamic-apply" (the default, Metacontroller's
-3-way merge), as on a DecoratorController."""
-
-APPLY_STRATEGIES = {"dynamic-apply": "3way", "server-side-apply": "ssa"}
 
 OUTPUT_SETTLE = 0.05
 """Seconds an output's change waits before it wakes its input's pass: the outputs one pass wrote
@@ -94,7 +88,7 @@ class MapInstance:
         for i, rule in enumerate(spec.outputs):
             info = _resolve(rule.api_version, rule.resource, f"spec.outputResources[{i}]", served)
             outputs.append(output_kind(ChildKind(info.kind, info.namespaced, rule.method), rule.resource))
-        mode = _apply_mode(obj)
+        mode = apply_mode(obj, SpecError)
         hooks = self._hooks(spec, cluster, metrics, options)
         self.context = context = MapContext(
             spec=spec, controller=controller_object(obj), parent=parent, inputs=inputs, outputs=outputs,
@@ -234,10 +228,3 @@ def _resolve(api_version: str, resource: str, where: str, served: list[ResourceI
             return info
     raise UnknownResource(f"{where}: can't find resource {resource!r} in apiVersion {api_version!r}")
 
-
-def _apply_mode(obj: Obj) -> str:
-    value = objects.annotations_of(obj).get(APPLY_STRATEGY_ANNOTATION, "dynamic-apply")
-    if value not in APPLY_STRATEGIES:
-        raise SpecError(f"metadata.annotations[{APPLY_STRATEGY_ANNOTATION!r}]",
-                        f"{value!r} is not one of {', '.join(APPLY_STRATEGIES)}")
-    return APPLY_STRATEGIES[value]

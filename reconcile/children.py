@@ -69,9 +69,17 @@ from reconcile.apply import (
 )
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey
 from reconcile.errors import AlreadyExists, ApiError, Conflict, NotFound, ReconcileError
+from reconcile.fields import FieldError
 from reconcile.patching import json_equal
 
 ApplyMode = Literal["3way", "ssa"]
+
+APPLY_STRATEGY_ANNOTATION = "porchkit.dev/apply-strategy"
+"""On a controller object (a DecoratorController, a MapController): "server-side-apply", or
+"dynamic-apply" (the default, Metacontroller's 3-way merge). Metacontroller chooses this for the
+whole process with --apply-strategy."""
+
+APPLY_STRATEGIES: dict[str, ApplyMode] = {"dynamic-apply": "3way", "server-side-apply": "ssa"}
 Action = Literal["create", "update", "delete", "recreate"]
 
 # updateStrategy.method as a rule gives it: the rolling methods have no rolling logic
@@ -187,6 +195,16 @@ def manage_children(cluster: Cluster, owner: Obj, kinds: Sequence[ChildKind],
     if run.failures:
         raise ChildrenError(run.failures, run.changes, terms.noun)
     return run.changes
+
+
+def apply_mode(controller: Mapping[str, Any], error: type[FieldError] = FieldError) -> ApplyMode:
+    """The apply mode a controller object's APPLY_STRATEGY_ANNOTATION asks for; `error` naming
+    the annotation for a value that is not a strategy."""
+    value = objects.annotations_of(controller).get(APPLY_STRATEGY_ANNOTATION, "dynamic-apply")
+    if value not in APPLY_STRATEGIES:
+        raise error(f"metadata.annotations[{APPLY_STRATEGY_ANNOTATION!r}]",
+                    f"{value!r} is not one of {', '.join(APPLY_STRATEGIES)}")
+    return APPLY_STRATEGIES[value]
 
 
 def delete_children(cluster: Cluster, children: Sequence[tuple[Kind, Obj]], *, terms: Terms = Terms()) -> list[Change]:
@@ -540,5 +558,5 @@ def _unique_key(items: list[dict[str, Any]], key: str) -> bool:
     return plain and len(set(values)) == len(values)
 
 
-__all__ = ["ApplyMode", "Change", "ChildKind", "ChildrenError", "Stamp", "Terms", "delete_children",
-           "manage_children"]
+__all__ = ["APPLY_STRATEGIES", "APPLY_STRATEGY_ANNOTATION", "ApplyMode", "Change", "ChildKind", "ChildrenError",
+           "Stamp", "Terms", "apply_mode", "delete_children", "manage_children"]

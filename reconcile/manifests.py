@@ -8,7 +8,9 @@ What porchkit's `... reconcile -f DIR` commands share (decorators.local, mapctl.
 * `load_manifests(cluster, manifests)`: creates them, CustomResourceDefinitions first, then
   Namespaces, then the rest, as `kubectl apply -f` would: a namespaced object without a
   namespace goes to `default`, and a namespace that does not exist is created;
-* `for_display(obj)`: an object without the fields the server manages, for printing.
+* `for_display(obj)`: an object without the fields the server manages, for printing;
+* `add_local_arguments(parser)` and `start_local_run(verbose)`: the flags those commands take
+  (`-f`, `--resolve`, `-o`, `--timeout`, `-v`) and what they do before running.
 
 Every problem is a `ManifestLoadError` naming the file and object: unreadable YAML, a document
 that is not an object, an object without apiVersion, kind or metadata, or of a kind nobody serves.
@@ -16,6 +18,7 @@ that is not an object, an object without apiVersion, kind or metadata, or of a k
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sys
 from collections.abc import Callable, Iterable
@@ -111,3 +114,29 @@ def for_display(obj: Obj) -> Obj:
 def _ensure_namespace(cluster: Cluster, name: str) -> None:
     with contextlib.suppress(AlreadyExists):
         cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
+def add_local_arguments(parser: argparse.ArgumentParser, *, yaml_help: str) -> None:
+    """The flags of a local `... reconcile` command; `yaml_help` says what `-o yaml` prints."""
+    parser.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="PATH",
+                        help="a manifest file, a directory (read recursively), or - for stdin; repeatable")
+    parser.add_argument("--resolve", action="append", default=[], metavar="HOST=ADDR",
+                        help="call webhooks of HOST (as written in the URL, with or without :port) at ADDR "
+                             "(ip:port) instead, e.g. my-hook.default=127.0.0.1:8080; repeatable")
+    parser.add_argument("-o", "--output", choices=("table", "yaml"), default="table",
+                        help=f"a table of changes (default), or {yaml_help} as YAML")
+    parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                        help="give up when the controllers are still busy after this long (default 600)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log every pass and every retry on stderr (by default only the outcome is printed)")
+
+
+def start_local_run(verbose: bool) -> None:
+    """Tune the garbage collector as controller processes do, and keep the controllers' logs
+    for `-v`: each failed pass and its retries are logged, while the command's summary names
+    what is left failing, once."""
+    from reconcile import logs
+    from reconcile.gctuning import tune_for_controllers
+
+    tune_for_controllers()
+    logs.configure("text", "info" if verbose else "critical")
