@@ -1,7 +1,8 @@
 """CustomResourceDefinitions: what apiextensions-apiserver does with them.
 
 Admission checks a CRD the way the server validates one (name is `<plural>.<group>`, a group
-with a dot, a kind, a scope of Namespaced or Cluster that never changes, versions with exactly
+with a dot, the `api-approved.kubernetes.io` annotation on a CRD of a `k8s.io` or
+`kubernetes.io` group, a kind, a scope of Namespaced or Cluster that never changes, versions with exactly
 one storage version, selectable fields that are paths). Once stored, its served versions are
 served at once, each with the CRD's scope, plural, status subresource (`versions[].subresources`,
 or the older top-level `spec.subresources`; `scale` is not served) and the field labels of its `selectableFields`; its
@@ -30,6 +31,7 @@ from reconcile.embedded._lifecycle import finalizers, is_deleting, section, with
 from reconcile.embedded._validation import name_problem
 
 CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
+APPROVAL = "api-approved.kubernetes.io"
 MANAGER = "kube-apiserver"
 CRD_GK = group_kind(CRD)
 # The subresources served for a CRD's kinds. `scale` (a Scale object mapped onto the replicas
@@ -69,6 +71,11 @@ def selectable(crd: Obj) -> dict[Kind, frozenset[str]]:
     return out
 
 
+def _protected(group: str) -> bool:
+    """Kubernetes' own API groups: a CRD in one must name its API review (APPROVAL)."""
+    return group in ("k8s.io", "kubernetes.io") or group.endswith((".k8s.io", ".kubernetes.io"))
+
+
 def check(crd: Obj, old: Obj | None) -> list[Cause]:
     """What is wrong with a CRD, as field causes."""
     spec = crd.get("spec")
@@ -82,6 +89,10 @@ def check(crd: Obj, old: Obj | None) -> list[Cause]:
         causes.append(_errors.required("spec.group"))
     elif "." not in group:
         causes.append(_errors.invalid_value("spec.group", group, "should be a domain with at least one dot"))
+    elif _protected(group) and not (crd["metadata"].get("annotations") or {}).get(APPROVAL):
+        causes.append(_errors.required(f"metadata.annotations[{APPROVAL}]",
+                                       f'protected groups must have approval annotation "{APPROVAL}", '
+                                       "see https://github.com/kubernetes/enhancements/pull/1111"))
     if not plural or not isinstance(plural, str):
         causes.append(_errors.required("spec.names.plural"))
     elif problem := name_problem(plural, "label"):

@@ -87,3 +87,11 @@ def test_deleting_a_crd_deletes_its_objects_and_stops_serving_the_kind(
     cluster.create(crd(widgets.kind.group))  # the same CRD again: served anew, and empty
     eventually(lambda: served(cluster, widgets.kind))
     assert cluster.list(widgets.kind, namespace=namespace).items == []
+
+
+def test_a_crd_in_a_kubernetes_group_needs_the_api_approval_annotation(cluster: Cluster) -> None:
+    unapproved = crd("widgets-contract.k8s.io")
+    with pytest.raises(Invalid) as raised:
+        cluster.create(unapproved)
+    assert "metadata.annotations[api-approved.kubernetes.io]" in str(raised.value)
+    assert cluster.get(CRD, ObjectKey("", unapproved["metadata"]["name"])) is None
