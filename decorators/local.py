@@ -24,13 +24,12 @@ from decorators.instance import Options
 from decorators.spec import DECORATOR_CONTROLLER
 from decorators.supervisor import Decorators
 from decorators.sync import SyncResult
-from reconcile import objects
 from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
 from reconcile.local import run_until_idle
 from reconcile.manager import Manager
-from reconcile.manifests import CRD, Loaded, ManifestLoadError, for_display, load_manifests, read_manifests
+from reconcile.manifests import Loaded, ManifestLoadError, embedded_with, for_display
 
 LocalError = ManifestLoadError
 
@@ -49,12 +48,7 @@ def reconcile_manifests(paths: Iterable[str | Path], *, resolve: Mapping[str, st
                         timeout: float = 600.0) -> Preview:
     """Run the manifests' DecoratorControllers over their other objects; see the module docstring.
     Raises LocalError for a manifest that cannot be loaded."""
-    manifests = read_manifests(paths)
-    cluster = EmbeddedCluster()
-    crd = decorator_controller_crd()
-    cluster.create(crd)
-    loaded = load_manifests(cluster, manifests, skip=lambda obj: Kind.of(obj) == CRD
-                            and objects.metadata(obj).get("name") == crd["metadata"]["name"])
+    cluster, loaded = embedded_with(decorator_controller_crd(), paths)
     results: dict[tuple[str, Kind, ObjectKey], SyncResult | Exception] = {}
     passes: list[SyncResult] = []
     lock = threading.Lock()

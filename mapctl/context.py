@@ -37,7 +37,7 @@ from reconcile import objects
 from reconcile.cache import InformerCache
 from reconcile.children import ChildKind, Terms
 from reconcile.clock import Clock
-from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
+from reconcile.cluster import Cluster, Obj, ObjectKey, ResourceInfo
 from reconcile.hooks import Hook
 from reconcile.selectors import LabelSelector
 
@@ -250,5 +250,5 @@ def identities(outputs: Mapping[OutputKind, Sequence[Obj]]) -> frozenset[tuple[s
                      for kind, objs in outputs.items() for obj in objs)
 
 
-__all__ = ["TERMS", "InputKey", "InputKind", "Kind", "MapContext", "Memory", "OutputKind", "Settled",
+__all__ = ["TERMS", "InputKey", "InputKind", "MapContext", "Memory", "OutputKind", "Settled",
            "identities", "output_index", "output_kind"]

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mapctl.context import TERMS, InputKey, MapContext, OutputKind, Settled, identities
-from mapctl.keys import input_reference, map_key, stamp
+from mapctl.keys import input_reference, map_key, reference, stamp
 from mapctl.protocol import ResponseError, map_request, parse_map_response, parse_tombstone_response, tombstone_request
 from mapctl.selection import SelectorError, is_input
 from reconcile import objects
@@ -294,5 +294,4 @@ def _with_namespace(obj: Obj, namespace: str) -> Obj:
 def _describe(key: InputKey) -> str:
     if not key.name:
         return f"map key {key.map_key}"
-    kind = Kind(f"{key.group}/v" if key.group else "v1", key.kind)
-    return input_reference(kind, key.namespace, key.name)
+    return reference(key.group, key.kind, key.namespace, key.name)

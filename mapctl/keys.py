@@ -42,7 +42,12 @@ def map_key(kind: Kind, namespace: str, name: str) -> str:
 
 def input_reference(kind: Kind, namespace: str, name: str) -> str:
     """The input as people read it: `Deployment.apps/ns/web`, or `ConfigMap/ns/cfg` in the core group."""
-    qualified = f"{kind.kind}.{kind.group}" if kind.group else kind.kind
+    return reference(kind.group, kind.kind, namespace, name)
+
+
+def reference(group: str, kind: str, namespace: str, name: str) -> str:
+    """input_reference, from the group and kind (parse_reference reads it back)."""
+    qualified = f"{kind}.{group}" if group else kind
     return f"{qualified}/{namespace}/{name}"
 
 

@@ -24,13 +24,13 @@ from mapctl.instance import Options
 from mapctl.parents import condition_type
 from mapctl.spec import MAP_CONTROLLER
 from mapctl.supervisor import MapControllers
-from reconcile import conditions, objects
+from reconcile import conditions
 from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
 from reconcile.local import run_until_idle
 from reconcile.manager import Manager
-from reconcile.manifests import CRD, Loaded, for_display, load_manifests, read_manifests
+from reconcile.manifests import Loaded, embedded_with, for_display
 
 
 @dataclass
@@ -47,12 +47,7 @@ def reconcile_manifests(paths: Iterable[str | Path], *, resolve: Mapping[str, st
                         timeout: float = 600.0) -> Preview:
     """Run the manifests' MapControllers over their other objects; see the module docstring.
     Raises ManifestLoadError for a manifest that cannot be loaded."""
-    manifests = read_manifests(paths)
-    cluster = EmbeddedCluster()
-    crd = map_controller_crd()
-    cluster.create(crd)
-    loaded = load_manifests(cluster, manifests, skip=lambda obj: Kind.of(obj) == CRD
-                            and objects.metadata(obj).get("name") == crd["metadata"]["name"])
+    cluster, loaded = embedded_with(map_controller_crd(), paths)
     results: dict[tuple[str, InputKey], MapResult | Exception] = {}
     passes: list[MapResult] = []
     lock = threading.Lock()

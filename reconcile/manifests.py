@@ -8,6 +8,8 @@ What porchkit's `... reconcile -f DIR` commands share (decorators.local, mapctl.
 * `load_manifests(cluster, manifests)`: creates them, CustomResourceDefinitions first, then
   Namespaces, then the rest, as `kubectl apply -f` would: a namespaced object without a
   namespace goes to `default`, and a namespace that does not exist is created;
+* `embedded_with(crd, paths)`: an EmbeddedCluster with a controller's CRD installed first, then
+  the manifests loaded (a copy of that CRD among them is skipped);
 * `for_display(obj)`: an object without the fields the server manages, for printing;
 * `add_local_arguments(parser)` and `start_local_run(verbose)`: the flags those commands take
   (`-f`, `--resolve`, `-o`, `--timeout`, `-v`) and what they do before running.
@@ -28,6 +30,7 @@ from pathlib import Path
 from deltapipe.manifests import ManifestError, load_yaml, manifest_texts
 from reconcile import objects
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey
+from reconcile.embedded import EmbeddedCluster
 from reconcile.errors import AlreadyExists, ApiError, NotFound, ReconcileError
 
 NAMESPACE = Kind("v1", "Namespace")
@@ -102,6 +105,19 @@ def load_manifests(cluster: Cluster, manifests: list[Loaded], *,
             raise ManifestLoadError(f"{manifest.describe()}: {err}") from None
         loaded[(kind, ObjectKey.of(stored))] = Loaded(stored, manifest.source)
     return loaded
+
+
+def embedded_with(crd: Obj,
+                  paths: Iterable[str | Path]) -> tuple[EmbeddedCluster, dict[tuple[Kind, ObjectKey], Loaded]]:
+    """A new EmbeddedCluster serving `crd`, holding the manifests at `paths` (a copy of `crd`
+    among them is skipped), and what was loaded. Raises ManifestLoadError."""
+    manifests = read_manifests(paths)
+    cluster = EmbeddedCluster()
+    cluster.create(crd)
+    name = objects.metadata(crd).get("name")
+    loaded = load_manifests(cluster, manifests,
+                            skip=lambda obj: Kind.of(obj) == CRD and objects.metadata(obj).get("name") == name)
+    return cluster, loaded
 
 
 def for_display(obj: Obj) -> Obj:

@@ -19,7 +19,6 @@ import json
 import re
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
@@ -37,7 +36,7 @@ from reconcile.cluster import Obj
 from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
 from reconcile.manager import Manager
-from tests.reconcile.support import Running, eventually
+from tests.reconcile.support import Running, ScriptProcesses, eventually
 
 HOOKSERVERS = Path(__file__).resolve().parent / "hookservers"
 DECORATOR_CONTROLLER = Kind("metacontroller.k8s.io/v1alpha1", "DecoratorController")
@@ -75,24 +74,14 @@ class HookServer:
 def hook_server(tmp_path: Path) -> Iterator[Callable[[str], HookServer]]:
     """`start("faulty")` runs hookservers/faulty.py and returns it once it listens. Its stderr goes
     to `<tmp_path>/<script>.stderr` (a hook call the controller gives up on is a broken pipe there)."""
-    started: list[subprocess.Popen[str]] = []
+    processes = ScriptProcesses(tmp_path)
 
     def start(script: str) -> HookServer:
-        with open(tmp_path / f"{script}.stderr", "a") as stderr:
-            process = subprocess.Popen([sys.executable, str(HOOKSERVERS / f"{script}.py")], stdout=subprocess.PIPE,
-                                       stderr=stderr, text=True)
-        started.append(process)
-        assert process.stdout is not None
-        line = process.stdout.readline().strip()
-        assert line.isdigit(), f"{script}.py did not print its port (got {line!r})"
-        return HookServer(script, int(line), process)
+        port, process = processes.start(HOOKSERVERS / f"{script}.py")
+        return HookServer(script, port, process)
 
     yield start
-    for process in started:
-        process.kill()
-        process.wait(timeout=5)
-        if process.stdout is not None:
-            process.stdout.close()
+    processes.stop()
 
 
 class Stage:

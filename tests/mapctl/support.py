@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
@@ -46,7 +45,7 @@ from reconcile.events import EventRecorder
 from reconcile.manager import Manager
 from tests.decorators.hooks_support import settled
 from tests.mapctl import pyhooks
-from tests.reconcile.support import Running, eventually, step_until
+from tests.reconcile.support import Running, ScriptProcesses, eventually, step_until
 
 HOOKSERVERS = Path(__file__).resolve().parent / "hookservers"
 WAIT = 10.0  # seconds: the longest any test waits for a condition
@@ -167,24 +166,14 @@ class HookServer:
 def hook_server(tmp_path: Path) -> Iterator[Callable[[str], HookServer]]:
     """`start("faulty")` runs hookservers/faulty.py and returns it once it listens (stderr goes to
     `<tmp_path>/<script>.stderr`)."""
-    started: list[subprocess.Popen[str]] = []
+    processes = ScriptProcesses(tmp_path)
 
     def start(script: str) -> HookServer:
-        with open(tmp_path / f"{script}.stderr", "a") as stderr:
-            process = subprocess.Popen([sys.executable, str(HOOKSERVERS / f"{script}.py")], stdout=subprocess.PIPE,
-                                       stderr=stderr, text=True)
-        started.append(process)
-        assert process.stdout is not None
-        line = process.stdout.readline().strip()
-        assert line.isdigit(), f"{script}.py did not print its port (got {line!r})"
-        return HookServer(script, int(line), process)
+        port, process = processes.start(HOOKSERVERS / f"{script}.py")
+        return HookServer(script, port, process)
 
     yield start
-    for process in started:
-        process.kill()
-        process.wait(timeout=5)
-        if process.stdout is not None:
-            process.stdout.close()
+    processes.stop()
 
 
 # --- the stage -----------------------------------------------------------------------------------

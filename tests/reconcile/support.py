@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from reconcile import FakeClock, Kind, ListResult, ObjectKey
@@ -107,3 +110,30 @@ class Partitioned:
     def update(self, obj: dict[str, Any]) -> Any:
         self._lease(Kind.of(obj))
         return self.cluster.update(obj)
+
+
+class ScriptProcesses:
+    """Scripts (hook servers) run as `python3` processes of their own, each printing the port it
+    listens on as its first line; stderr goes to `<stderr_dir>/<script>.stderr`. `stop()` kills
+    every one started."""
+
+    def __init__(self, stderr_dir: Path) -> None:
+        self.stderr_dir = stderr_dir
+        self.started: list[subprocess.Popen[str]] = []
+
+    def start(self, script: Path) -> tuple[int, subprocess.Popen[str]]:
+        """The port the script listens on, once it does, and its process."""
+        with open(self.stderr_dir / f"{script.stem}.stderr", "a") as stderr:
+            process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=stderr, text=True)
+        self.started.append(process)
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        assert line.isdigit(), f"{script.name} did not print its port (got {line!r})"
+        return int(line), process
+
+    def stop(self) -> None:
+        for process in self.started:
+            process.kill()
+            process.wait(timeout=5)
+            if process.stdout is not None:
+                process.stdout.close()
