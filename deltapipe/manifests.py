@@ -94,9 +94,14 @@ def load_yaml(text: str, source: str) -> list[Any]:
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark
         where = f"{source}: line {mark.line + 1}, column {mark.column + 1}" if mark else source
-        raise ManifestError(f"invalid YAML: {err.problem or err}", where=where) from None
+        problem = err.problem or str(err)
+        if "maximum nesting depth" in problem:  # libyaml's own limit (PyYAML >= 6.0.4), in our words
+            problem = "nested too deeply"
+        raise ManifestError(f"invalid YAML: {problem}", where=where) from None
     except yaml.YAMLError as err:
         raise ManifestError(f"invalid YAML: {err}", where=source) from None
+    except RecursionError:
+        raise ManifestError("invalid YAML: nested too deeply", where=source) from None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -56,6 +56,8 @@ def compose(text: str) -> Node | None:
         mark = err.problem_mark or err.context_mark
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = err.problem or err.context or "invalid YAML"
+        if "maximum nesting depth" in problem:  # libyaml's own limit (PyYAML >= 6.0.4), in our words
+            raise YamlError("invalid YAML: nested too deeply") from err
         raise YamlError(f"invalid YAML: {problem}{where}") from err
     except yaml.YAMLError as err:
         raise YamlError(f"invalid YAML: {' '.join(str(err).split())}") from err

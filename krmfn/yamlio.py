@@ -150,7 +150,7 @@ def read_chunk(lines: list[str], rows: list[tuple[str, str, str, str]], start: i
     """
     try:
         value, last = _blockparse.parse_block(lines, rows, start, stop)
-    except _blockparse.Unsupported:
+    except (_blockparse.Unsupported, RecursionError):  # libyaml decides, and words depth errors as the others do
         return _read_chunk_with_libyaml(lines, start, stop)
 
     def factory() -> Shape:

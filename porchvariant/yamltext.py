@@ -127,9 +127,20 @@ def load_fast(text: str, *, first_line: int = 1) -> list[Any]:
         return list(yaml.load_all(text, Loader=_CoreSchemaLoader))
     except yaml.MarkedYAMLError as err:
         line = err.problem_mark.line + first_line if err.problem_mark else first_line
-        raise YamlTextError(f"yaml: line {line}: {err.problem or err.context}") from err
+        raise YamlTextError(f"yaml: line {line}: {_problem(err.problem or err.context)}") from err
     except yaml.YAMLError as err:
         raise YamlTextError(f"yaml: {err}") from err
+    except RecursionError as err:
+        raise YamlTextError(f"yaml: {TOO_DEEP}") from err
+
+
+# libyaml (PyYAML >= 6.0.4) stops at 1,000 levels with its own words; Python's stack stops the pure
+# loaders somewhat deeper. Either way a user reads the same message.
+TOO_DEEP = "nested too deeply"
+
+
+def _problem(problem: str | None) -> str:
+    return TOO_DEEP if problem and "maximum nesting depth" in problem else str(problem)
 
 
 # --- documents ----------------------------------------------------------------------------------------
@@ -304,7 +315,7 @@ def _dump(engine: YAML, data: Any) -> str:
 
 def _ruamel_error(err: YAMLError, parts: _Parts) -> YamlTextError:
     mark = getattr(err, "problem_mark", None)
-    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    problem = _problem(getattr(err, "problem", None) or str(err).splitlines()[0])
     if mark is None:
         return YamlTextError(f"yaml: {problem}")
     return YamlTextError(f"yaml: line {mark.line + 1 + parts.head.count(chr(10))}: {problem}")
