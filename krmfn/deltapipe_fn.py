@@ -1,22 +1,53 @@
-"""`porchkit fn deltapipe`: a Δ pipeline as a kpt function.
+r"""deltapipe: run a Δ pipeline over a kpt package to generate, reshape or patch its resources.
 
-    kpt fn eval PKG --exec "porchkit fn deltapipe" --fn-config pipeline.yaml
-    kpt fn eval PKG --exec "porchkit fn deltapipe" -- 'pipeline=...' ['sources=...'] ['target=...']
+A KRM function: it reads a ResourceList on stdin and writes one on stdout. With kpt:
 
-The functionConfig is a `fn.porchkit.dev/v1alpha1` `Pipeline` with the fields of a Δ-controller
-controller spec (`sources`, `pipeline`, `target` with `type: Updater|Patcher`), or a ConfigMap
-whose `data.pipeline` holds the same as YAML text (the whole spec, or just the stages with
-`data.sources` and `data.target` beside it).
+  kpt fn eval PKG --image IMAGE --fn-config pipeline.yaml            # the fn-deltapipe image
+  kpt fn eval PKG --exec "porchkit fn deltapipe" --fn-config pipeline.yaml
+  kpt fn eval PKG --image IMAGE -- 'pipeline=STAGES' 'sources=[{kind: Deployment}]' \
+      'target={apiVersion: v1, kind: Service}' name=expose
+  kpt fn render PKG    # Kptfile: pipeline: {mutators: [{image: IMAGE, configPath: pipeline.yaml}]}
 
-The package's resources are routed to the sources by kind (without `sources`, every resource
-but the Kptfile and local-config objects). Outputs go back into the package by apiVersion, kind,
-namespace and name: an Updater replaces what it generated before and adds what is new, each in
-`<kind>_<name>.yaml` (under `<namespace>/` when namespaced) unless the output names its own path;
-a Patcher merges into resources that exist and creates nothing. Every generated resource carries
+The functionConfig is a Pipeline, for example (a Service for every annotated Deployment):
+
+  apiVersion: fn.porchkit.dev/v1alpha1
+  kind: Pipeline
+  metadata:
+    name: expose                # names the pipeline; marks what it generates
+    annotations:
+      config.kubernetes.io/local-config: "true"   # when the file is kept in the package
+  sources:                      # optional: without it, every resource but the Kptfile and
+    - kind: Deployment          # local-config objects is an input; a source may also give
+                                # apiGroup, namespace and labelSelector (matchLabels, ...)
+  pipeline:                     # the stages: @join, then @select @project @unwind @gather
+    - "@select": {"@exists": '$.metadata.annotations["example.com/port"]'}
+    - "@project":
+        metadata: {name: "$.metadata.name", namespace: "$.metadata.namespace"}
+        spec:
+          selector: "$.spec.selector.matchLabels"
+          ports: [{port: {"@int": '$.metadata.annotations["example.com/port"]'}}]
+  target:                       # what the outputs are: apiVersion (or apiGroup and version),
+    apiVersion: v1              # kind, and type: Updater (the default: creates and updates)
+    kind: Service               # or Patcher (merges into resources that exist, creates nothing)
+
+or a ConfigMap, which is what `-- key=value` arguments build: data.pipeline holds the stages (or a
+whole spec) as YAML text, data.sources and data.target the same fields as YAML, data.name the name.
+
+Outputs go back into the package by apiVersion, kind, namespace and name: an Updater replaces
+what it generated before and adds what is new, each in `<kind>_<name>.yaml` (under
+`<namespace>/` when namespaced) unless the output names its own path; a Patcher merges into
+resources that exist (a missing one is a warning). Every generated resource carries
 `fn.porchkit.dev/generated-by: <pipeline name>`, so that a later run removes what the pipeline no
 longer produces, never feeds its own outputs back to itself, and changes nothing when nothing
 changed.
+
+Exit codes: 0 done; 1 the config or a stage failed (an error result names the pipeline, the
+stage, the object and the operator, and kpt writes nothing); 2 stdin is not a ResourceList.
+The expression language: docs/deltapipe.md; this function: docs/krmfn.md, section 7.
 """
+# The docstring above is the function's documentation: `porchkit fn deltapipe --help` and
+# `kpt fn doc --image IMAGE` print it (krmfn/cli.py), and tests/krmfn/test_function_image.py
+# runs its example.
 
 from __future__ import annotations
 

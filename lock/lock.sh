@@ -20,6 +20,8 @@ compile() {  # compile UV DIR [UV-PIP-COMPILE-FLAG...]
     "${pip_compile[@]}" pyproject.toml lock/build.in --extra test --extra lint -o "$out/dev.txt"
     # The images' set: the package's own dependencies, at exactly the versions of the full set.
     "${pip_compile[@]}" pyproject.toml --constraint lock/dev.txt -o "$out/runtime.txt"
+    # The function image's set: what the KRM function imports, nothing more (lock/fn.in).
+    "${pip_compile[@]}" lock/fn.in --constraint lock/dev.txt -o "$out/fn.txt"
     # The build backend alone, for building porchkit's wheel (the images' builder stage).
     "${pip_compile[@]}" lock/build.in --constraint lock/dev.txt -o "$out/build.txt"
     echo "uv==$UV_VERSION" | "${pip_compile[@]}" - -o "$out/uv.txt"

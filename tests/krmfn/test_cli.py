@@ -42,3 +42,14 @@ def test_user_errors_are_krmfn_errors() -> None:
     from krmfn import KrmfnError
 
     assert (KrmfnError,) == cli.USER_ERRORS
+
+
+def test_help_prints_the_function_modules_docstring(capsys: pytest.CaptureFixture[str]) -> None:
+    import krmfn.deltapipe_fn
+
+    assert cli.run_without_parser(["deltapipe", "--help"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("usage: porchkit fn deltapipe < resource-list.yaml > resource-list.yaml\n\n")
+    assert krmfn.deltapipe_fn.__doc__ is not None
+    assert shown.rstrip("\n").endswith(krmfn.deltapipe_fn.__doc__.strip().splitlines()[-1])
+    assert cli.run_without_parser(["deltapipe", "--help", "extra"]) is None  # left to argparse
