@@ -5,7 +5,9 @@
 Loads the manifests, runs the DecoratorControllers among them over the other objects
 (decorators.local), and prints what the passes did: a table with one row per target changed and
 per attachment created, updated, deleted or recreated; or, with `-o yaml`, those objects as they
-ended up (a deleted attachment is not printed). A DecoratorController that cannot start, or a
+ended up (a deleted attachment is not printed). Rows are sorted by decorator, target and
+attachment, documents by kind and key, so that two runs over the same manifests print the same
+whichever order the controllers' workers ran in. A DecoratorController that cannot start, or a
 target whose last pass failed, is one line on stderr each, and the exit status is 1.
 """
 
@@ -20,7 +22,7 @@ import yaml
 from decorators.local import LocalError, Preview, reconcile_manifests
 from reconcile.errors import ReconcileError
 from reconcile.hooks import parse_resolve
-from reconcile.manifests import add_local_arguments, start_local_run
+from reconcile.manifests import add_local_arguments, in_key_order, start_local_run
 
 USER_ERRORS: tuple[type[BaseException], ...] = (LocalError, ReconcileError)
 
@@ -48,8 +50,8 @@ def reconcile_files(args: argparse.Namespace) -> int:
 
 
 def print_table(preview: Preview, out: IO[str]) -> None:
-    """One row per target changed and per attachment change, in the order they happened (a target
-    written back by several passes is one row)."""
+    """One row per target changed and per attachment change, sorted (the changes of one attachment
+    in the order they happened; a target written back by several passes is one row)."""
     rows: list[tuple[str, str, str, str]] = []
     for result in preview.passes:
         target = f"{result.target.kind} {result.key}"
@@ -57,7 +59,7 @@ def print_table(preview: Preview, out: IO[str]) -> None:
             rows.append((result.decorator, target, "target updated", ""))
         rows += [(result.decorator, target, change.action, f"{change.kind.kind} {change.key}")
                  for change in result.changes]
-    rows = list(dict.fromkeys(rows))
+    rows = sorted(dict.fromkeys(rows), key=lambda row: (row[0], row[1], row[3]))
     if not rows:
         print("no targets or attachments changed", file=out)
         return
@@ -68,6 +70,7 @@ def print_table(preview: Preview, out: IO[str]) -> None:
 
 
 def print_yaml(preview: Preview, out: IO[str]) -> None:
-    documents = list(preview.targets.values()) + [obj for obj in preview.attachments.values() if obj is not None]
+    documents = [obj for _, obj in in_key_order(preview.targets)]
+    documents += [obj for _, obj in in_key_order(preview.attachments) if obj is not None]
     yaml.dump_all(documents, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
                   explicit_start=True)

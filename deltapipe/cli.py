@@ -1,6 +1,7 @@
 """`porchkit pipeline ...`: run a Δ pipeline over manifests, offline.
 
     porchkit pipeline eval -p PIPELINE.yaml FILE|DIR|- ...    # output objects as a YAML stream
+    porchkit pipeline eval -p PIPELINE.yaml -f FILE|DIR|- ... # the same: -f is every command's input flag
     porchkit pipeline eval --trace -p PIPELINE.yaml ...      # and, on stderr, every stage's output
 """
 
@@ -23,7 +24,10 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     run = commands.add_parser("eval", help="evaluate a pipeline over manifests and print its output objects",
                               description="Evaluate a Δ pipeline over manifests and print the output objects.")
     run.add_argument("-p", "--pipeline", required=True, type=Path, help="the pipeline file (sources, pipeline, target)")
-    run.add_argument("files", nargs="+", help="manifest files, directories, or - for stdin")
+    run.add_argument("files", nargs="*", metavar="FILE", help="manifest files, directories, or - for stdin")
+    run.add_argument("-f", "--filename", dest="more_files", action="append", default=[], metavar="PATH",
+                     help="a manifest file, a directory (read recursively), or - for stdin; repeatable, "
+                          "and the same as giving PATH as an argument")
     run.add_argument("--trace", action="store_true", help="also print what every stage produced (on stderr)")
     run.set_defaults(run=evaluate_files)
 
@@ -39,8 +43,11 @@ def load_spec(path: Path) -> PipelineSpec:
 
 
 def evaluate_files(args: argparse.Namespace) -> int:
+    files = [*args.files, *args.more_files]
+    if not files:
+        raise DeltapipeError("no manifests to read: name files or directories with -f, or as arguments")
     spec = load_spec(args.pipeline)
-    objects = read_objects(args.files)
+    objects = read_objects(files)
     try:
         return _evaluate(spec, objects, trace=args.trace)
     except DeltapipeError as err:

@@ -5,8 +5,10 @@
 Loads the manifests, runs the MapControllers among them over the other objects (mapctl.local),
 and prints what the passes did: a table with one row per output created, updated, deleted or
 recreated, and one per parent with the counts of its status; or, with `-o yaml`, the outputs and
-parents as they ended up (a deleted output is not printed). A MapController that cannot start,
-or an input whose last pass failed, is one line on stderr each, and the exit status is 1.
+parents as they ended up (a deleted output is not printed). Rows are sorted by controller,
+parent, input and output, documents by kind and key, so that two runs over the same manifests
+print the same whichever order the controllers' workers ran in. A MapController that cannot
+start, or an input whose last pass failed, is one line on stderr each, and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import yaml
 from mapctl.local import Preview, reconcile_manifests
 from reconcile.errors import ReconcileError
 from reconcile.hooks import parse_resolve
-from reconcile.manifests import add_local_arguments, start_local_run
+from reconcile.manifests import add_local_arguments, in_key_order, start_local_run
 
 USER_ERRORS: tuple[type[BaseException], ...] = (ReconcileError,)
 
@@ -49,22 +51,24 @@ def reconcile_files(args: argparse.Namespace) -> int:
 
 
 def print_table(preview: Preview, out: IO[str]) -> None:
-    """One row per output change, in the order they happened, then one per parent with its counts."""
+    """One row per output change, sorted (the changes of one output in the order they happened),
+    then one per parent with its counts."""
     rows: list[tuple[str, ...]] = []
     for result in preview.passes:
         for change in result.changes:
             rows.append((result.controller, str(result.key.parent_key), _input(result.key), change.action,
                          f"{change.kind.kind} {change.key}"))
-    _table(("MAPCONTROLLER", "PARENT", "INPUT", "CHANGE", "OUTPUT"), list(dict.fromkeys(rows)), out,
-           "no outputs changed")
-    parents = [(f"{kind.kind} {key}", _counts(obj)) for (kind, key), obj in preview.parents.items()]
+    rows = sorted(dict.fromkeys(rows), key=lambda row: (*row[:3], row[4]))
+    _table(("MAPCONTROLLER", "PARENT", "INPUT", "CHANGE", "OUTPUT"), rows, out, "no outputs changed")
+    parents = [(f"{kind.kind} {key}", _counts(obj)) for (kind, key), obj in in_key_order(preview.parents)]
     if parents:
         print(file=out)
         _table(("PARENT", "STATUS"), parents, out, "")
 
 
 def print_yaml(preview: Preview, out: IO[str]) -> None:
-    documents = [obj for obj in preview.outputs.values() if obj is not None] + list(preview.parents.values())
+    documents = [obj for _, obj in in_key_order(preview.outputs) if obj is not None]
+    documents += [obj for _, obj in in_key_order(preview.parents)]
     yaml.dump_all(documents, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
                   explicit_start=True)
 

@@ -8,7 +8,8 @@ group may also provide `run_without_parser(argv) -> int | None`, which handles i
 before argparse (and the modules argparse pulls in) is even imported, or returns None.
 
 A user error prints one line, `porchkit: <message>`, and exits 1. Anything else is a bug and keeps
-its traceback.
+its traceback. `porchkit --version` prints the installed distribution's version (looked up only
+then: importlib.metadata is not cheap to import).
 """
 
 from __future__ import annotations
@@ -58,16 +59,33 @@ def build_parser(group: str | None = None) -> tuple[argparse.ArgumentParser, Mod
     """The parser, with the full sub-commands of `group` only (the others are named but not loaded)."""
     import argparse
 
+    class PrintVersion(argparse.Action):  # argparse's own "version" action would look it up on every run
+        def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+            print(f"porchkit {version()}")
+            parser.exit()
+
     parser = argparse.ArgumentParser(prog="porchkit", description="Automation for kpt packages.")
+    parser.add_argument("--version", action=PrintVersion, nargs=0, help="print porchkit's version and exit")
     groups = parser.add_subparsers(dest="group", metavar="COMMAND", required=True)
     loaded = None
     for name, (module_name, help_text) in GROUPS.items():
         group_parser = groups.add_parser(name, help=help_text, description=help_text)
         if name == group:
             loaded = importlib.import_module(module_name)
-            loaded.add_commands(group_parser)
+            # Set first: add_commands may read them (the manager's help names its controllers).
             group_parser.set_defaults(**GROUP_DEFAULTS.get(name, {}))
+            loaded.add_commands(group_parser)
     return parser, loaded
+
+
+def version() -> str:
+    """The installed porchkit distribution's version, or "unknown" when it is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("porchkit")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _group_named(argv: Sequence[str]) -> str | None:
@@ -90,15 +108,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     user_errors: tuple[type[BaseException], ...] = (OSError, *getattr(module, "USER_ERRORS", ()))
     try:
         return int(args.run(args))
+    except BrokenPipeError:  # before user_errors, whose OSError would catch it
+        # The reader went away (`porchkit ... | head`); there is nobody left to tell.
+        sys.stderr.close()
+        return 1
     except user_errors as err:
         print(f"porchkit: {_one_line(err)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        # The reader went away (`porchkit ... | head`); there is nobody left to tell.
-        sys.stderr.close()
-        return 1
 
 
 def _one_line(err: BaseException) -> str:

@@ -1,7 +1,7 @@
 """`porchkit variants ...`: PackageVariants and PackageVariantSets on the command line.
 
     porchkit variants render -f PVS.yaml -f DIR ...   # the PackageVariants the sets would produce
-    porchkit variants reconcile -f DIR [--state DIR] [--approve]   # run the controllers locally, over git
+    porchkit variants reconcile -f DIR [--state DIR] [--approve] [-o table|yaml] [-v]   # the controllers, over git
 
 `render` reads every object it is given, renders each PackageVariantSet among them against the
 Repositories, PackageRevisions and other objects beside it, and prints the PackageVariants as a
@@ -11,10 +11,12 @@ one line on stderr and exit status 1.
 
 `reconcile` runs the PackageVariant and PackageVariantSet controllers over the objects in the
 manifests, with the package revisions served from the git repositories their Repositories name
-(porchvariant.local), prints a table of the package revisions created or changed, and exits 1 if
-a PackageVariant or set is Stalled or not Ready (each named on stderr). Kptfile pipelines run
-through kpt when it is on PATH, else porchkit's own functions run in-process
-(`in_process_functions`, handed over by porchkit's face as "module:function").
+(porchvariant.local), prints a table of the package revisions created or changed (or, with
+`-o yaml`, those revisions as they ended up), and exits 1 if a PackageVariant or set is Stalled
+or not Ready (each named on stderr). It takes the flags of the other local `... reconcile`
+commands (reconcile.manifests): `-v` logs every pass and retry on stderr, which are otherwise
+left out. Kptfile pipelines run through kpt when it is on PATH, else porchkit's own functions
+run in-process (`in_process_functions`, handed over by porchkit's face as "module:function").
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import yaml
 from porchvariant.errors import PorchVariantError
 from porchvariant.manifests import Manifest, read_manifests
 from reconcile.errors import ReconcileError
+from reconcile.manifests import add_local_arguments, start_local_run
 
 if TYPE_CHECKING:
     from porchvariant.local import RevisionChange
@@ -54,45 +57,49 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
         description="Load the manifests into an embedded API server, serve Porch's API from the git "
                     "repositories their Repositories name, run the PackageVariant and PackageVariantSet "
                     "controllers until they are idle, and print the package revisions they created or changed.")
-    reconcile.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="PATH",
-                           help="a manifest file, a directory (read recursively), or - for stdin; repeatable")
+    add_local_arguments(reconcile, yaml_help="the package revisions created or changed", webhooks=False)
     reconcile.add_argument("--state", type=Path, metavar="DIR",
                            help="keep the embedded API server's objects in DIR between runs (without it, "
                                 "each run starts from the manifests alone and cannot tell its own "
                                 "package revisions from others')")
     reconcile.add_argument("--approve", action="store_true",
                            help="propose and approve the drafts of Ready PackageVariants whose readiness gates are met")
-    reconcile.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
-                           help="give up when the controllers are still busy after this long (default 600)")
     reconcile.set_defaults(run=reconcile_files)
 
 
 def render_files(args: argparse.Namespace) -> int:
     manifests = [_with_namespace(manifest) for manifest in read_manifests(args.files)]
     variants = render_sets(manifests, warn=lambda line: print(f"porchkit: note: {line}", file=sys.stderr))
-    yaml.dump_all(variants, sys.stdout, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
-                  explicit_start=True)
+    _dump(variants, sys.stdout)
     return 0
 
 
 def reconcile_files(args: argparse.Namespace) -> int:
     from porchvariant.embedded.render import PipelineRenderer
     from porchvariant.local import reconcile_manifests
-    from reconcile.gctuning import tune_for_controllers
 
-    tune_for_controllers()
-
+    start_local_run(args.verbose)
     manifests = read_manifests(args.files)
     renderer = PipelineRenderer(in_process=_in_process_functions(getattr(args, "in_process_functions", "")))
     run = reconcile_manifests(manifests, state=args.state, approve=args.approve, renderer=renderer,
                               timeout=args.timeout)
-    print_changes(run.changes, sys.stdout)
+    for note in run.notes:
+        print(f"porchkit: note: {note}", file=sys.stderr)
+    if args.output == "yaml":
+        _dump(run.revisions, sys.stdout)
+    else:
+        print_changes(run.changes, sys.stdout)
     if args.state is None and run.changes:
         print("porchkit: note: without --state, a later run cannot tell these package revisions are its "
               "variants' own, and makes new ones", file=sys.stderr)
     for problem in run.problems:
         print(f"porchkit: {problem}", file=sys.stderr)
     return 1 if run.problems else 0
+
+
+def _dump(documents: Sequence[dict[str, Any]], out: IO[str]) -> None:
+    yaml.dump_all(documents, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
+                  explicit_start=True)
 
 
 def print_changes(changes: Sequence[RevisionChange], out: IO[str]) -> None:

@@ -5,8 +5,9 @@ directory between runs, if one is given), serves Porch's API from the git reposi
 Repository objects name (`EmbeddedPorch`), runs the PackageVariant and PackageVariantSet
 controllers until they are idle (`reconcile.local.run_until_idle`), optionally proposes and
 approves the drafts that are ready, and reports what changed: one `RevisionChange` per package
-revision created, changed, published or removed, and one line per PackageVariant or set that is
-Stalled or not Ready.
+revision created, changed, published or removed (sorted by namespace and name, so that two runs
+print the same), those revisions as they ended up (`revisions`, for `-o yaml`), and one line per
+PackageVariant or set that is Stalled or not Ready.
 
 The manifests are the desired state: with a state directory, an object loaded by an earlier run
 and no longer among the manifests is deleted (so a PackageVariant taken out of the manifests has
@@ -14,7 +15,8 @@ its deletion policy carried out), and one still there is updated to match. Custo
 and Namespaces are never deleted this way (everything in them would go too), and Repositories only
 after the run (a variant removed with its downstream Repository still has revisions to dispose of).
 Objects without a namespace go to `default`, as `kubectl apply -f` would put them; missing
-namespaces are created. PackageRevisions among the manifests are ignored: they come from git.
+namespaces are created. PackageRevisions among the manifests are ignored, with a note saying so:
+they come from git.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,7 @@ from reconcile.errors import ApiError, NotFound
 from reconcile.events import EventRecorder
 from reconcile.local import run_until_idle
 from reconcile.manager import Manager
+from reconcile.manifests import for_display
 
 __all__ = ["LOADED_FROM", "LocalRun", "RevisionChange", "reconcile_manifests", "serve_porch"]
 
@@ -66,10 +69,14 @@ class RevisionChange:
 
 @dataclass(frozen=True, slots=True)
 class LocalRun:
-    """What a local run did (`changes`) and what is wrong (`problems`, one line each)."""
+    """What a local run did (`changes`; `revisions`, the package revisions created or changed as
+    they ended up, without removed ones), what is wrong (`problems`) and what was ignored
+    (`notes`), one line each."""
 
     changes: list[RevisionChange]
     problems: list[str]
+    revisions: list[Obj] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def serve_porch(cluster: EmbeddedCluster, renderer: Renderer | None = None, *,
@@ -89,7 +96,9 @@ def reconcile_manifests(manifests: Sequence[Manifest], *, state: Path | None = N
     with EmbeddedCluster(persist_to=state) as cluster:
         porch = serve_porch(cluster, renderer)
         try:
-            wanted = _load(cluster, manifests)
+            notes = [f"{m.describe()}: ignored: package revisions come from the git repositories"
+                     for m in manifests if _served_by_porch(m)]
+            wanted = _load(cluster, [m for m in manifests if not _served_by_porch(m)])
             # Repositories go last: a PackageVariant removed with its downstream Repository still
             # needs that Repository's revisions served to carry out its deletion policy.
             _prune(cluster, wanted, keep=lambda kind: (kind.group, kind.kind) == (REPOSITORY.group, REPOSITORY.kind))
@@ -100,7 +109,8 @@ def reconcile_manifests(manifests: Sequence[Manifest], *, state: Path | None = N
             after = _revisions(cluster)
             variants = cluster.list(PACKAGE_VARIANT).items
             _prune(cluster, wanted)
-            return LocalRun(_changes(before, after, [*variants_before, *variants]), _problems(cluster, variants))
+            changes, revisions = _changes(before, after, [*variants_before, *variants])
+            return LocalRun(changes, _problems(cluster, variants), revisions, notes)
         finally:
             porch.close()
 
@@ -120,9 +130,6 @@ def _load(cluster: EmbeddedCluster, manifests: Sequence[Manifest]) -> set[tuple[
     ordered = sorted(manifests, key=lambda m: (m.kind != "CustomResourceDefinition", m.kind != "Namespace"))
     wanted: set[tuple[str, str, ObjectKey]] = set()
     for manifest in ordered:
-        if str(manifest.obj.get("apiVersion", "")).startswith(PACKAGE_REVISION.group + "/"):
-            log.warning("%s: ignored: package revisions come from the git repositories", manifest.describe())
-            continue
         obj = _prepared(cluster, manifest)
         kind = Kind.of(obj)
         wanted.add((kind.group, kind.kind, ObjectKey.of(obj)))
@@ -134,6 +141,10 @@ def _load(cluster: EmbeddedCluster, manifests: Sequence[Manifest]) -> set[tuple[
     return wanted
 
 
+def _served_by_porch(manifest: Manifest) -> bool:
+    return str(manifest.obj.get("apiVersion", "")).startswith(PACKAGE_REVISION.group + "/")
+
+
 def _prepared(cluster: EmbeddedCluster, manifest: Manifest) -> dict[str, Any]:
     obj = dict(manifest.obj)
     if not obj.get("apiVersion") or not obj.get("kind"):
@@ -141,10 +152,10 @@ def _prepared(cluster: EmbeddedCluster, manifest: Manifest) -> dict[str, Any]:
     metadata = obj.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise PorchVariantError(f"{manifest.describe()}: metadata must be a mapping, not {type(metadata).__name__}")
-    for field in ("labels", "annotations"):
-        if metadata.get(field) is not None and not isinstance(metadata[field], dict):
-            raise PorchVariantError(f"{manifest.describe()}: metadata.{field} must be a mapping, "
-                                    f"not {type(metadata[field]).__name__}")
+    for key in ("labels", "annotations"):
+        if metadata.get(key) is not None and not isinstance(metadata[key], dict):
+            raise PorchVariantError(f"{manifest.describe()}: metadata.{key} must be a mapping, "
+                                    f"not {type(metadata[key]).__name__}")
     metadata = dict(metadata)
     try:
         namespaced = cluster.resource(Kind.of(obj)).namespaced
@@ -240,10 +251,11 @@ def _revisions(cluster: EmbeddedCluster) -> dict[tuple[str, str], Obj]:
 
 
 def _changes(before: Mapping[tuple[str, str], Obj], after: Mapping[tuple[str, str], Obj],
-             variants: Sequence[Obj]) -> list[RevisionChange]:
+             variants: Sequence[Obj]) -> tuple[list[RevisionChange], list[Obj]]:
+    """The changes, in (namespace, name) order, and the revisions created or changed as they ended."""
     ready_uids = {pv["metadata"]["uid"] for pv in variants if conditions.is_true(pv, "Ready")}
     names = {pv["metadata"]["uid"]: pv["metadata"]["name"] for pv in variants}
-    out = []
+    out, ended = [], []
     for key in sorted(set(before) | set(after)):
         old, new = before.get(key), after.get(key)
         change = _change(old, new)
@@ -257,7 +269,9 @@ def _changes(before: Mapping[tuple[str, str], Obj], after: Mapping[tuple[str, st
                                       spec.get("lifecycle", "") if new else "-",
                                       new is not None and owner in ready_uids and not _unmet_gates(new),
                                       change, names.get(owner, "")))
-    return out
+            if new is not None:
+                ended.append(for_display(new))
+    return out, ended
 
 
 _LIFECYCLE_CHANGES = {"Published": "published", "Proposed": "proposed", "DeletionProposed": "deletion proposed",

@@ -5,7 +5,8 @@
     porchkit manager --embedded --state ./state        # on the embedded API server, kept in ./state
 
 Which controllers exist is the face's business (porchkit/cli.py passes `controller_factories`:
-name -> "module:function", the function building a name's controllers from the Manager); this
+name -> "module:function", the function building a name's controllers from the Manager, as a
+parser default set before `add_commands`, whose `--controllers` help lists the names); this
 module only checks the names, builds the cluster, the manager and its health server, and runs.
 """
 
@@ -33,8 +34,11 @@ EVENT_COMPONENT = "porchkit-manager"  # source.component of the Events controlle
 
 
 def add_commands(parser: argparse.ArgumentParser) -> None:
+    """The manager's flags; `--controllers` names what the parser's `controller_factories` default
+    (set by the face before this is called) holds."""
+    names = ", ".join(parser.get_default("controller_factories") or ()) or "none yet"
     parser.add_argument("--controllers", metavar="NAMES",
-                        help="comma-separated controllers to run (default: every available one)")
+                        help=f"comma-separated controllers to run, of: {names} (default: all of them)")
     parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, "
                         "~/.kube/config, or the in-cluster service account)")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
@@ -54,7 +58,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                         help="on SIGTERM, how long reconciles in flight may take to finish (default 30)")
     parser.add_argument("--log-format", choices=("text", "json"), default="text", help="log format (default text)")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="log level (default info)")
-    parser.set_defaults(run=run_manager, controller_factories={})
+    parser.set_defaults(run=run_manager)
 
 
 def run_manager(args: argparse.Namespace) -> int:
@@ -63,7 +67,7 @@ def run_manager(args: argparse.Namespace) -> int:
     from reconcile.gctuning import tune_for_controllers
     from reconcile.manager import Manager
 
-    factories: Mapping[str, str] = args.controller_factories
+    factories: Mapping[str, str] = getattr(args, "controller_factories", None) or {}
     _check_flags(args)
     tune_for_controllers()
     names = selected_controllers(args.controllers, factories)

@@ -10,9 +10,11 @@ What porchkit's `... reconcile -f DIR` commands share (decorators.local, mapctl.
   namespace goes to `default`, and a namespace that does not exist is created;
 * `embedded_with(crd, paths)`: an EmbeddedCluster with a controller's CRD installed first, then
   the manifests loaded (a copy of that CRD among them is skipped);
-* `for_display(obj)`: an object without the fields the server manages, for printing;
+* `for_display(obj)`: an object without the fields the server manages, for printing, and
+  `in_key_order(objects)`: objects by kind and key, in the order they are printed;
 * `add_local_arguments(parser)` and `start_local_run(verbose)`: the flags those commands take
-  (`-f`, `--resolve`, `-o`, `--timeout`, `-v`) and what they do before running.
+  (`-f`, `--resolve` where there are webhooks to call, `-o`, `--timeout`, `-v`; porchvariant's
+  `variants reconcile` takes them too) and what they do before running.
 
 Every problem is a `ManifestLoadError` naming the file and object: unreadable YAML, a document
 that is not an object, an object without apiVersion, kind or metadata, or of a kind nobody serves.
@@ -23,9 +25,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from deltapipe.manifests import ManifestError, load_yaml, manifest_texts
 from reconcile import objects
@@ -37,6 +40,7 @@ NAMESPACE = Kind("v1", "Namespace")
 CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
 KUSTOMIZATION_FILES = frozenset(("kustomization.yaml", "kustomization.yml", "Kustomization"))
 _SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
+T = TypeVar("T")
 
 
 class ManifestLoadError(ReconcileError):
@@ -127,18 +131,26 @@ def for_display(obj: Obj) -> Obj:
     return out
 
 
+def in_key_order(objects: Mapping[tuple[Kind, ObjectKey], T]) -> list[tuple[tuple[Kind, ObjectKey], T]]:
+    """The items sorted by kind and key: a local run prints the same whichever order its
+    controllers' workers happened to finish in."""
+    return sorted(objects.items(), key=lambda item: (str(item[0][0]), item[0][1]))
+
+
 def _ensure_namespace(cluster: Cluster, name: str) -> None:
     with contextlib.suppress(AlreadyExists):
         cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
 
-def add_local_arguments(parser: argparse.ArgumentParser, *, yaml_help: str) -> None:
-    """The flags of a local `... reconcile` command; `yaml_help` says what `-o yaml` prints."""
+def add_local_arguments(parser: argparse.ArgumentParser, *, yaml_help: str, webhooks: bool = True) -> None:
+    """The flags of a local `... reconcile` command; `yaml_help` says what `-o yaml` prints, and
+    `webhooks` adds `--resolve` for commands whose controllers call them."""
     parser.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="PATH",
                         help="a manifest file, a directory (read recursively), or - for stdin; repeatable")
-    parser.add_argument("--resolve", action="append", default=[], metavar="HOST=ADDR",
-                        help="call webhooks of HOST (as written in the URL, with or without :port) at ADDR "
-                             "(ip:port) instead, e.g. my-hook.default=127.0.0.1:8080; repeatable")
+    if webhooks:
+        parser.add_argument("--resolve", action="append", default=[], metavar="HOST=ADDR",
+                            help="call webhooks of HOST (as written in the URL, with or without :port) at ADDR "
+                                 "(ip:port) instead, e.g. my-hook.default=127.0.0.1:8080; repeatable")
     parser.add_argument("-o", "--output", choices=("table", "yaml"), default="table",
                         help=f"a table of changes (default), or {yaml_help} as YAML")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",

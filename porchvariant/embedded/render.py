@@ -6,12 +6,16 @@
 
 * kpt, when it is on PATH (or passed in): the files go into a temporary directory, `kpt fn render`
   runs there (with `--allow-exec` only when the Repository allows exec functions), and every file
-  is read back, added and deleted ones included (this module);
+  is read back, added and deleted ones included (this module). kpt finds an `exec:` program on
+  its PATH, which starts with a directory holding only the `programs` given (by default, the
+  `porchkit` installed with this code: `installed_programs()`), so that `exec: porchkit fn ...`
+  runs this porchkit whether or not its directory is on the user's PATH;
 * without kpt, porchkit's own functions (the `in_process` callables, keyed by their `exec:` string)
   run in this process (_render_inprocess.py).
 
 `PipelineRenderer` is the embedded Porch's `Renderer` built on it: told by the `RenderContext`
-whether the revision's Repository allows exec functions, with kpt looked up once, when it is made.
+whether the revision's Repository allows exec functions, with kpt and the programs looked up
+once, when it is made.
 
 Promises: never raises for a bad package, a failing function or a timeout: the files come back
 unchanged (the same strings) and `status["error"]` holds one line. A package without a pipeline
@@ -30,6 +34,8 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
+import sysconfig
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,8 +58,11 @@ from porchvariant.embedded._render_pipeline import (
     status,
 )
 
-__all__ = ["InProcessFunction", "PipelineRenderer", "RenderContext", "RenderResult", "Renderer", "no_render",
-           "render_package"]
+__all__ = ["InProcessFunction", "PipelineRenderer", "RenderContext", "RenderResult", "Renderer", "installed_programs",
+           "no_render", "render_package"]
+
+DISTRIBUTION = "porchkit"  # the distribution this code is installed with
+PROGRAM = "porchkit"  # its console script, which Kptfile pipelines name in `exec: porchkit fn NAME`
 
 _SAFE_DIR_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z")
 
@@ -86,23 +95,29 @@ class PipelineRenderer:
 
     `kpt` is the kpt binary: None looks it up on PATH, once, here; "" means there is none, so
     pipelines run in-process with the `in_process` functions ({`exec:` string: callable}).
-    `exec:` functions run only when the context says the Repository allows them.
+    `programs` ({name: executable}) are what kpt finds first for an `exec:`; None looks up
+    `installed_programs()`, once, here (when there is a kpt). `exec:` functions run only when the
+    context says the Repository allows them.
     """
 
-    __slots__ = ("kpt", "in_process", "timeout")
+    __slots__ = ("kpt", "in_process", "timeout", "programs")
 
     def __init__(self, kpt: str | None = None, in_process: Mapping[str, InProcessFunction] | None = None,
-                 timeout: float = 120) -> None:
+                 timeout: float = 120, programs: Mapping[str, str] | None = None) -> None:
         self.kpt: str = (shutil.which("kpt") or "") if kpt is None else kpt
         self.in_process: dict[str, InProcessFunction] = dict(in_process or {})
         self.timeout = timeout
+        if programs is None:
+            programs = installed_programs() if self.kpt else {}
+        self.programs: dict[str, str] = dict(programs)
 
     def __repr__(self) -> str:
-        return f"PipelineRenderer(kpt={self.kpt!r}, in_process={sorted(self.in_process)!r}, timeout={self.timeout!r})"
+        return (f"PipelineRenderer(kpt={self.kpt!r}, in_process={sorted(self.in_process)!r}, "
+                f"timeout={self.timeout!r}, programs={self.programs!r})")
 
     def __call__(self, files: Mapping[str, str], context: RenderContext) -> tuple[dict[str, str], dict[str, Any]]:
         result = render_package(files, allow_exec=context.allow_exec, kpt=self.kpt, in_process=self.in_process,
-                                timeout=self.timeout)
+                                timeout=self.timeout, programs=self.programs)
         return result.files, result.status
 
 
@@ -121,11 +136,14 @@ def render_package(
     kpt: str | None = None,
     in_process: Mapping[str, InProcessFunction] | None = None,
     timeout: float = 120,
+    programs: Mapping[str, str] | None = None,
 ) -> RenderResult:
     """Render the package `files` (`{slash path: text}`) through its Kptfile pipeline(s).
 
     `kpt` is the kpt binary; None looks it up on PATH, "" means there is none. Without one, the
-    pipeline runs in-process if every function of it is an `exec:` found in `in_process`.
+    pipeline runs in-process if every function of it is an `exec:` found in `in_process`. With
+    one, kpt finds the `programs` ({name: executable}; None: `installed_programs()`) ahead of
+    its PATH.
     Returns the rendered files and the status; on any failure the files are `files` unchanged
     and status["error"] says why. Never raises for a bad package, a failing function or a timeout.
     """
@@ -137,7 +155,9 @@ def render_package(
         check_functions(functions, allow_exec)
         binary = shutil.which("kpt") if kpt is None else kpt
         if binary:
-            rendered, result = _render_with_kpt(files, binary, allow_exec=allow_exec, timeout=timeout)
+            programs = installed_programs() if programs is None else programs
+            rendered, result = _render_with_kpt(files, binary, allow_exec=allow_exec, timeout=timeout,
+                                                programs=programs)
         else:
             rendered, result = render_in_process(files, functions, in_process or {})
         return RenderResult(rendered, status("", result))
@@ -145,11 +165,29 @@ def render_package(
         return RenderResult(unchanged, status(one_line(str(err)), err.result or result_list(1, [])))
 
 
+def installed_programs() -> dict[str, str]:
+    """`{"porchkit": path}`: the porchkit program installed with this code, or {} if none is found.
+
+    Looked up in the installed distribution's record of its own files first, which is right
+    wherever the wheel went (a virtualenv, `pip install --user` or `--prefix`, pipx), then in
+    this interpreter's scripts directory (a distribution without a record). Never raises."""
+    from importlib import metadata
+
+    candidates: list[Path] = []
+    with contextlib.suppress(Exception):  # metadata of other installers may be partial or broken
+        for dist in metadata.distributions(name=DISTRIBUTION):
+            candidates += [Path(os.path.abspath(str(dist.locate_file(f)))) for f in dist.files or ()
+                           if f.name == PROGRAM]
+    candidates += [Path(sysconfig.get_path("scripts"), PROGRAM), Path(sys.executable).parent / PROGRAM]
+    found = next((path for path in candidates if path.is_file() and os.access(path, os.X_OK)), None)
+    return {PROGRAM: str(found)} if found is not None else {}
+
+
 # --- kpt ----------------------------------------------------------------------------------------------
 
 
 def _render_with_kpt(
-    files: Mapping[str, str], kpt: str, *, allow_exec: bool, timeout: float
+    files: Mapping[str, str], kpt: str, *, allow_exec: bool, timeout: float, programs: Mapping[str, str]
 ) -> tuple[dict[str, str], Obj]:
     with tempfile.TemporaryDirectory(prefix="porchkit-render-") as tmp:
         package = Path(tmp, _package_dir_name(files))
@@ -158,7 +196,8 @@ def _render_with_kpt(
         argv = [kpt, "fn", "render", str(package), "--results-dir", str(results_dir), "--truncate-output=false"]
         if allow_exec:
             argv.append("--allow-exec")
-        returncode, stderr = _run(argv, cwd=tmp, timeout=timeout)
+        # ".programs": a package directory's name never starts with a dot (_package_dir_name).
+        returncode, stderr = _run(argv, cwd=tmp, timeout=timeout, env=_env_with(programs, Path(tmp, ".programs")))
         result = _read_results(results_dir)
         if returncode != 0:
             raise RenderError(_kpt_error(stderr, result, returncode), result)
@@ -196,11 +235,26 @@ def _read_tree(root: Path, original: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def _run(argv: list[str], *, cwd: str, timeout: float) -> tuple[int, str]:
+def _env_with(programs: Mapping[str, str], bin_dir: Path) -> dict[str, str] | None:
+    """This process's environment with `bin_dir`, holding links to `programs`, first on PATH
+    (None: no programs, the environment unchanged). Links, not the programs' own directories: a
+    virtualenv's bin would also put its `python` ahead of the one a pipeline's `exec:` means."""
+    if not programs:
+        return None
+    bin_dir.mkdir()
+    for name, executable in programs.items():
+        try:
+            (bin_dir / name).symlink_to(executable)
+        except OSError as err:
+            raise RenderError(f"cannot render: cannot link {name} to {executable}: {err.strerror or err}") from err
+    return {**os.environ, "PATH": os.pathsep.join(p for p in (str(bin_dir), os.environ.get("PATH", "")) if p)}
+
+
+def _run(argv: list[str], *, cwd: str, timeout: float, env: Mapping[str, str] | None = None) -> tuple[int, str]:
     """Run kpt in its own process group, so that a timeout also ends the functions it started."""
     try:
         proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+                                stderr=subprocess.PIPE, start_new_session=True, env=env)
     except OSError as err:
         raise RenderError(f"cannot render: cannot start kpt: {err}") from err
     try:

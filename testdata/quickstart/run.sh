@@ -10,8 +10,8 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 bin="$(cd "${1:-$root/.venv/bin}" && pwd)"
-# The app's Kptfile pipeline runs `exec: porchkit fn deltapipe`; kpt finds it on PATH, so the
-# venv's porchkit must come first.
+# The venv's porchkit for the commands below. (The app's Kptfile pipeline, `exec: porchkit fn
+# deltapipe`, would find it without this: the embedded Porch puts it first on kpt's PATH.)
 export PATH="$bin:$PATH"
 cd "$root"
 

@@ -128,6 +128,29 @@ class TestPreview:
                 ROLE] in [line.split() for line in result.stdout.splitlines()]
 
 
+class TestDeterminism:
+    def test_the_same_manifests_in_another_order_print_the_same_table(self, tmp_path: Path) -> None:
+        (tmp_path / "lib").mkdir()
+        (tmp_path / "lib" / "rolehooks.py").write_text(textwrap.dedent("""\
+            def sync_roles(request):
+                name = request["object"]["metadata"]["name"]
+                return {"attachments": [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                         "metadata": {"name": name + "-reader"}, "rules": []}]}
+            """))
+        crds = [CRD.replace("my-tests", f"kind{i:02d}s").replace("MyTest", f"Kind{i:02d}")
+                .replace("my-test", f"kind{i:02d}") for i in range(10)]
+        printed = []
+        for name, order in (("forward", crds), ("backward", crds[::-1])):
+            directory = manifests(tmp_path / name, hook="  python:\n    function: rolehooks:sync_roles")
+            (directory / "my-crd.yaml").write_text("---\n".join(order))
+            result = porchkit("-f", str(directory), cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "lib")})
+            assert result.returncode == 0, result.stderr
+            printed.append(result.stdout)
+        assert printed[0] == printed[1]
+        targets = [line.split()[2] for line in printed[0].splitlines()[1:]]
+        assert targets == [f"kind{i:02d}s.ctl.rlg.io" for i in range(10)]
+
+
 class TestFailures:
     def test_one_failing_decorator_is_named_though_another_succeeds_on_the_same_target(self, tmp_path: Path) -> None:
         directory = tmp_path / "m"

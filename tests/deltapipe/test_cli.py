@@ -49,6 +49,27 @@ def test_eval_reads_directories_and_stdin(tmp_path: Path) -> None:
     assert len(load_yaml(result.stdout, "stdout")) == 3
 
 
+def test_filename_flags_add_inputs_as_positional_files_do(tmp_path: Path) -> None:
+    objects = (EXAMPLE / "objects.yaml").read_text()
+    services, _, rest = objects.partition("---\napiVersion: discovery.k8s.io/v1")
+    write(tmp_path / "services.yaml", services)
+    write(tmp_path / "slices.yaml", "apiVersion: discovery.k8s.io/v1" + rest)
+    pipeline = str(EXAMPLE / "pipeline.yaml")
+    positional = porchkit("pipeline", "eval", "-p", pipeline, str(EXAMPLE / "objects.yaml"))
+    flags = porchkit("pipeline", "eval", "-p", pipeline, "-f", str(tmp_path / "services.yaml"),
+                     "--filename", str(tmp_path / "slices.yaml"))
+    mixed = porchkit("pipeline", "eval", "-p", pipeline, str(tmp_path / "slices.yaml"), "-f", "-", stdin=services)
+    assert positional.returncode == flags.returncode == mixed.returncode == 0, flags.stderr + mixed.stderr
+    assert len(load_yaml(positional.stdout, "stdout")) == 3
+    assert flags.stdout == mixed.stdout == positional.stdout
+
+
+def test_no_input_at_all_is_one_line() -> None:
+    result = porchkit("pipeline", "eval", "-p", str(EXAMPLE / "pipeline.yaml"))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == "porchkit: no manifests to read: name files or directories with -f, or as arguments\n"
+
+
 def test_trace_prints_every_stage_on_stderr_and_only_outputs_on_stdout() -> None:
     plain = porchkit("pipeline", "eval", "-p", str(EXAMPLE / "pipeline.yaml"), str(EXAMPLE / "objects.yaml"))
     traced = porchkit("pipeline", "eval", "--trace", "-p", str(EXAMPLE / "pipeline.yaml"),

@@ -198,3 +198,20 @@ class TestFailures:
             "spec.selector.matchExpressions[0].operator: \"Equals\" is not a selector operator (In, NotIn, Exists, "
             "DoesNotExist)"]
         assert result.stdout.splitlines()[0] == "no outputs changed"
+
+
+class TestDeterminism:
+    def test_the_same_manifests_in_another_order_print_the_same_table(self, tmp_path: Path) -> None:
+        services = [{"apiVersion": "v1", "kind": "Service",
+                     "metadata": {"name": f"svc-{i:02d}", "labels": {"expose": "true"}},
+                     "spec": {"ports": [{"port": 8000 + i}]}} for i in range(40)]
+        runs = []
+        for name, order in (("forward", services), ("backward", services[::-1])):
+            directory = copy_of(SERVICES, tmp_path / name)
+            (directory / "services.yaml").write_text(yaml.safe_dump_all(order))
+            result = porchkit("-f", str(directory))
+            assert result.returncode == 0, result.stderr
+            runs.append(result.stdout)
+        assert runs[0] == runs[1]
+        created = rows(runs[0].split("\n\n")[0])[1:]
+        assert [row[3] for row in created] == [f"svc-{i:02d}" for i in range(40)]

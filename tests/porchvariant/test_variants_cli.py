@@ -1,7 +1,11 @@
-"""`porchkit variants reconcile`: the command, its table and exit status, and a restart after a kill."""
+"""`porchkit variants reconcile`: the command, its table or YAML and exit status, `-v`, a restart
+after a kill, and a Kptfile's `exec: porchkit fn ...` run by kpt with porchkit's directory not
+on PATH (testdata/quickstart, built by its build.py)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,15 +16,36 @@ from typing import Any
 import pytest
 import yaml
 
+from krmfn.testing import kpt_binary
 from porchkit.cli import main
 from porchvariant.embedded.gitrepo import GitPackageRepository, Lifecycle
-from tests.porchvariant.variants_support import Repos, package_variant, refs
+from tests.porchvariant.variants_support import KPTFILE, V1, Repos, package_variant, refs
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "testdata" / "quickstart"
 
 
 def write_manifests(folder: Path, objects: list[dict[str, Any]]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "objects.yaml").write_text(yaml.safe_dump_all(objects, sort_keys=False))
     return folder
+
+
+def tools(folder: Path, *names: str) -> str:
+    """A PATH of one directory holding links to these programs only (not porchkit, wherever it is)."""
+    folder.mkdir()
+    for name in names:
+        (folder / name).symlink_to(shutil.which(name) or name)
+    return str(folder)
+
+
+def reconcile(folder: Path, *flags: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`porchkit variants reconcile -f folder`, a process of its own, run as a user runs it: the
+    virtualenv's `porchkit` by its full path (python -m porchkit where there is none)."""
+    script = Path(sys.executable).parent / "porchkit"
+    command = [str(script)] if script.is_file() else [sys.executable, "-m", "porchkit"]
+    env = {**os.environ, "PATH": path} if path is not None else None
+    return subprocess.run([*command, "variants", "reconcile", "-f", str(folder), *flags], capture_output=True,
+                          text=True, env=env, cwd=folder, timeout=300)
 
 
 def test_reconcile_prints_the_new_revisions_then_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -96,3 +121,71 @@ def test_without_state_the_run_warns_that_ownership_is_not_kept(tmp_path: Path,
     folder = write_manifests(tmp_path / "manifests", [*repos.repositories(), package_variant("web-prod")])
     assert main(["variants", "reconcile", "-f", str(folder)]) == 0
     assert "without --state" in capsys.readouterr().err
+
+
+@pytest.mark.kpt
+def test_kpt_runs_the_pipelines_porchkit_though_its_directory_is_not_on_path(tmp_path: Path) -> None:
+    kpt_binary()
+    work = tmp_path / "quickstart"
+    subprocess.run([sys.executable, str(QUICKSTART / "build.py"), str(work)], check=True, capture_output=True)
+    path = tools(tmp_path / "bin", "kpt", "git")
+    assert shutil.which("porchkit", path=path) is None
+
+    result = reconcile(work / "manifests", "--approve", path=path)
+    assert result.returncode == 0, result.stderr
+    assert sorted(line.split()[:7] for line in result.stdout.splitlines()[1:]) == sorted(
+        [repo, f"app-{region}", "packagevariant-1", "1", "Published", "yes", "created"]
+        for repo, region in (("edge-us", "us-east"), ("edge-eu", "eu-west"), ("edge-ap", "ap-south")))
+    with GitPackageRepository(work / "repos" / "edge-us.git") as git:
+        [published] = [r for r in git.list_revisions("app-us-east")
+                       if r.lifecycle == Lifecycle.PUBLISHED and not r.is_placeholder]
+        config = next(doc for text in git.read_resources(published).values() for doc in yaml.safe_load_all(text)
+                      if doc and doc["metadata"]["name"] == "app-config")
+    assert config["data"]["PUBLIC_URL"] == "https://us-east.app.example.com"  # rendered by `porchkit fn deltapipe`
+
+
+def test_yaml_output_is_the_package_revisions_as_they_ended_up(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    repos = Repos(tmp_path)
+    folder = write_manifests(tmp_path / "manifests", [*repos.repositories(), package_variant("web-prod")])
+    argv = ["variants", "reconcile", "-f", str(folder), "--state", str(tmp_path / "state"), "--approve", "-o", "yaml"]
+    assert main(argv) == 0
+    [revision] = [doc for doc in yaml.safe_load_all(capsys.readouterr().out) if doc]
+    assert (revision["kind"], revision["metadata"]["name"]) == ("PackageRevision", "prod.web.packagevariant-1")
+    assert {k: revision["spec"][k] for k in ("repository", "packageName", "revision", "lifecycle")} == {
+        "repository": "prod", "packageName": "web", "revision": 1, "lifecycle": "Published"}
+    assert [owner["name"] for owner in revision["metadata"]["ownerReferences"]] == ["web-prod"]
+    assert "resourceVersion" not in revision["metadata"] and "uid" not in revision["metadata"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out == ""  # nothing created or changed: no documents
+
+
+def test_retries_are_logged_with_verbose_only(tmp_path: Path) -> None:
+    repos = Repos(tmp_path)
+    with GitPackageRepository(repos.catalog) as git:  # an image function: no container runtime, so it fails
+        pipeline = "pipeline:\n  mutators:\n  - image: example.com/fails:v1\n"
+        git.approve(git.create_draft("broken", "v1", {**V1, "Kptfile": KPTFILE + pipeline}))
+    variant = package_variant("web-prod")
+    variant["spec"]["upstream"]["package"] = "broken"
+    folder = write_manifests(tmp_path / "manifests", [*repos.repositories(), variant])
+    path = tools(tmp_path / "bin", "git")  # no kpt: rendered in-process, whatever the machine has
+
+    quiet, verbose = reconcile(folder, path=path), reconcile(folder, "-v", path=path)
+    assert quiet.returncode == verbose.returncode == 1
+    [problem] = quiet.stderr.splitlines()
+    assert problem.startswith("porchkit: PackageVariant team/web-prod is not Ready (Error): error rendering package")
+    retries = [line for line in verbose.stderr.splitlines() if "(retry " in line]
+    assert len(retries) >= 2 and all("packagevariant team/web-prod" in line for line in retries)
+    assert verbose.stderr.splitlines()[-1] == problem
+
+
+def test_a_package_revision_among_the_manifests_is_a_note_not_an_object(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    repos = Repos(tmp_path)
+    revision = {"apiVersion": "porch.kpt.dev/v1alpha1", "kind": "PackageRevision",
+                "metadata": {"name": "prod.web.main", "namespace": "team"}}
+    folder = write_manifests(tmp_path / "manifests", [*repos.repositories(), revision])
+    assert main(["variants", "reconcile", "-f", str(folder)]) == 0
+    assert capsys.readouterr().err == (f"porchkit: note: {folder / 'objects.yaml'} (document 3): PackageRevision "
+                                       "team/prod.web.main: ignored: package revisions come from the git "
+                                       "repositories\n")

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import copy
+import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +14,7 @@ import pytest
 import yaml
 
 from krmfn.testing import exec_command, kpt_binary
-from porchvariant.embedded.render import RenderResult, render_package
+from porchvariant.embedded.render import RenderResult, installed_programs, render_package
 
 FN = Path(__file__).resolve().parents[3] / "testdata" / "porchvariant" / "render" / "annotate_fn.py"
 NO_KPT = "/nonexistent/kpt"  # a kpt that cannot start: any attempt to run it shows up as an error
@@ -151,6 +155,34 @@ def test_a_render_that_runs_too_long_is_stopped_and_reported() -> None:
 
     assert_unchanged(result, files)
     assert result.status["error"] == "cannot render: kpt fn render timed out after 1s"
+
+
+@pytest.mark.kpt
+def test_kpt_finds_the_programs_given_though_path_does_not_hold_them(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    kpt = kpt_binary()
+    program = tmp_path / "elsewhere" / "annotate"
+    program.parent.mkdir()
+    program.write_text(f"#!/bin/sh\nexec {shlex.join([sys.executable, str(FN)])} \"$@\"\n")
+    program.chmod(0o755)
+    (tmp_path / "git").symlink_to(shutil.which("git") or "git")  # kpt insists on git
+    monkeypatch.setenv("PATH", str(tmp_path))  # git only: not the program
+    files = package({"exec": "annotate porchkit.dev/rendered=yes"})
+
+    found = render_package(files, allow_exec=True, kpt=kpt, programs={"annotate": str(program)})
+    assert found.status["error"] == ""
+    assert objects(found.files["cm.yaml"])[0]["metadata"]["annotations"] == {"porchkit.dev/rendered": "yes"}
+    missing = render_package(files, allow_exec=True, kpt=kpt, programs={})
+    assert_unchanged(missing, files)
+    assert '"annotate": executable file not found' in missing.status["error"]
+
+
+def test_the_installed_porchkit_program_is_found_and_is_this_porchkit() -> None:
+    [(name, program)] = installed_programs().items()
+    assert name == "porchkit"
+    version = subprocess.run([program, "--version"], capture_output=True, text=True, env={"PATH": "/nonexistent"})
+    assert version.stdout == subprocess.run([sys.executable, "-m", "porchkit", "--version"], capture_output=True,
+                                            text=True).stdout
 
 
 @pytest.mark.parametrize("pipeline", [None, {}, {"mutators": [], "validators": []}])
