@@ -9,7 +9,7 @@ after what they hold (docs/runtime.md is the guide):
 * the errors both raise (errors.py) and the outcomes a reconcile returns (outcome.py);
 * `Controller` with its watches `For`, `Owns`, `Watches` (controller.py) over informers
   (informer.py, cache.py) and a work queue (workqueue.py, ratelimit.py);
-* `reconcile.manager` (with leader election, health.py, metrics.py), and the helpers
+* `reconcile.manager` (with leader election, fencing.py, health.py, metrics.py), and the helpers
   `conditions`, `finalizers`, `apply`, `events`, `logs`, `objects`;
 * an injected `Clock` (clock.py) that every timeout, back-off and lease reads.
 """

@@ -15,6 +15,13 @@ to `metrics`: "success", "requeue_after", "error" or "terminal_error" (controlle
 labels, except that it counts a terminal error as "error" plus a terminal-error counter: see
 metrics.py). Every log line written during a reconcile, by whatever logger, carries the
 controller, the key and a reconcile id (logs.py).
+
+Fencing (fencing.py): with a `fence` (a manager electing a leader gives it one), a reconcile
+starts only while the fence holds (else the key goes back with back-off, and nothing is
+reported), and runs under a fencing.Guard, so that its writes (and the hook calls and other
+side effects that check the guard) are refused once the fence closes. A reconcile ended that
+way (NotLeading) is retried with back-off, without an Event, which would be a write. The guard
+also counts the 409 Conflicts its writes get.
 """
 
 from __future__ import annotations
@@ -27,10 +34,10 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from reconcile import logs
+from reconcile import fencing, logs
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Kind, Obj, ObjectKey
-from reconcile.errors import ReconcileError, Terminal
+from reconcile.errors import NotLeading, ReconcileError, Terminal
 from reconcile.informer import Informer
 from reconcile.objects import controller_of
 from reconcile.outcome import Done, Outcome, RequeueAfter
@@ -49,6 +56,7 @@ _RECONCILES = itertools.count()
 
 # The results of a reconcile, as reported to Metrics.reconciled and returned by Controller.process.
 SUCCESS, REQUEUE_AFTER, ERROR, TERMINAL_ERROR = "success", "requeue_after", "error", "terminal_error"
+FENCED = "fenced"  # returned by process() for a reconcile not started (the fence was closed); not reported
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,10 @@ class Metrics(QueueMetrics, Protocol):
         """A reconcile ended: `result` is SUCCESS, REQUEUE_AFTER, ERROR or TERMINAL_ERROR."""
         ...
 
+    def write_conflict(self, controller: str, group: str, kind: str) -> None:
+        """A write of one of its reconciles got a 409 Conflict (porchkit_write_conflicts_total)."""
+        ...
+
 
 class EventRecorder(Protocol):
     def record(self, kind: Kind, key: ObjectKey, event_type: str, reason: str, message: str) -> None: ...
@@ -128,6 +140,9 @@ class _NoMetrics(NoMetrics):
         pass
 
     def reconciled(self, controller: str, result: str, seconds: float) -> None:
+        pass
+
+    def write_conflict(self, controller: str, group: str, kind: str) -> None:
         pass
 
 
@@ -161,7 +176,8 @@ class Controller(Generic[K]):
 
     Keys are the ObjectKeys of `kind`'s objects, unless the controller reconciles something finer
     (a MapController reconciles one parent's one input): then `primary` is required, and
-    `event_key` names the object of `kind` that its Events are about."""
+    `event_key` names the object of `kind` that its Events are about. `fence`, when set (by a
+    manager that elects a leader), gates every reconcile and everything it writes."""
 
     name: str
     kind: Kind
@@ -173,6 +189,7 @@ class Controller(Generic[K]):
     metrics: Metrics = field(default_factory=_NoMetrics)
     events: EventRecorder | None = None
     event_key: Callable[[K], ObjectKey] | None = None
+    fence: fencing.Fence | None = None
     queue: WorkQueue[K] = field(init=False)
     _late: set[tuple[Kind, str]] = field(init=False, default_factory=set)
     _late_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
@@ -255,18 +272,39 @@ class Controller(Generic[K]):
 
     def process(self, key: K) -> str:
         """Reconcile one key and act on the outcome; returns the result reported to metrics
-        (SUCCESS, REQUEUE_AFTER, ERROR or TERMINAL_ERROR). Log lines written meanwhile, on this
-        thread, carry the controller, the key and a fresh reconcile id (see logs.py)."""
+        (SUCCESS, REQUEUE_AFTER, ERROR or TERMINAL_ERROR), or FENCED when the fence was closed
+        and nothing started. Log lines written meanwhile, on this thread, carry the controller,
+        the key and a fresh reconcile id (see logs.py)."""
+        if not self._fence_open(key):
+            return FENCED
         self.metrics.reconcile_started(self.name)
         started = self.clock.monotonic()
-        with logs.reconcile_context(self.name, str(key), f"{_RUN}{next(_RECONCILES):08x}"):
+        guard = fencing.Guard(self.name, self.fence, self.metrics)
+        with logs.reconcile_context(self.name, str(key), f"{_RUN}{next(_RECONCILES):08x}"), fencing.guarding(guard):
             result = self._reconcile(key)
         self.metrics.reconciled(self.name, result, max(0.0, self.clock.monotonic() - started))
         return result
 
+    def _fence_open(self, key: K) -> bool:
+        """Whether a reconcile may start now; if not, the key goes back, with back-off (the
+        manager is about to stop this controller, but a key is never dropped on the way)."""
+        if self.fence is None:
+            return True
+        try:
+            self.fence.check()
+        except NotLeading as err:
+            self.queue.add_rate_limited(key)
+            log.debug("%s %s: not reconciled: %s", self.name, key, err)
+            return False
+        return True
+
     def _reconcile(self, key: K) -> str:
         try:
             outcome = self.reconcile(key) or Done()
+        except NotLeading as err:
+            self.queue.add_rate_limited(key)
+            log.warning("%s %s: stopped: %s", self.name, key, err)
+            return ERROR  # no Event: recording one is a write
         except Terminal as err:
             self.queue.forget(key)
             log.warning("%s %s: %s (not retried)", self.name, key, err)

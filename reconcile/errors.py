@@ -8,6 +8,8 @@
     │   ├── NotFound        404    ├── Invalid         422
     │   ├── MethodNotAllowed 405   ├── TooManyRequests 429 (retry_after seconds)
     │   └── ServerError     5xx
+    ├── NotLeading                 fenced: this replica cannot prove it still holds its Lease (fencing.py)
+    ├── StateInUse                 another process holds the embedded cluster's state directory
     └── Terminal                   a reconcile failure not worth retrying (recorded, not requeued)
 
 Both cluster backends raise these same classes carrying the same `Status` payload, so no caller
@@ -87,6 +89,17 @@ class TooManyRequests(ApiError):
 
 class ServerError(ApiError):
     code, reason = 500, "InternalError"
+
+
+class NotLeading(ReconcileError):
+    """A write or hook call refused because this replica cannot prove it still holds its Lease
+    (the renew deadline passed since its last successful renewal). Not an ApiError: code that
+    handles the server's refusals must not swallow it, and nothing was sent."""
+
+
+class StateInUse(ReconcileError):
+    """The embedded cluster's state directory is held by another process (or another cluster in
+    this one); str() names the directory and the holder's pid, host and start time."""
 
 
 class Terminal(ReconcileError):

@@ -9,7 +9,13 @@ Promises:
   * a leader renews every `retry_period`; if no renewal has succeeded for `renew_deadline` (a
     request that hangs counts as failed once the deadline passes), or another holder shows up,
     it stops leading (`on_stopped_leading`), well before the `lease_duration` after which a
-    candidate may take over;
+    candidate may take over, and logs who holds the Lease now (read afresh: "lost leadership
+    to B"), or that nobody can say ("lease expired; holder unknown");
+  * `leading_until` is the clock.monotonic() until which the Lease is provably held: the start
+    of the last successful acquire or renewal plus `renew_deadline` (None once another holder is
+    seen or the Lease is released). It is what fencing.py checks before every write and hook
+    call: it needs no request, and it runs out on its own, even in a process that was paused
+    and has not yet noticed;
   * on shutdown a leader releases the Lease (holderIdentity "", renewTime now, leaseDurationSeconds 1),
     so a standby takes over at its next retry instead of waiting for expiry, unless work it
     started is still running (then the Lease is left to expire);
@@ -24,7 +30,7 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey
@@ -32,6 +38,7 @@ from reconcile.errors import ApiError, Conflict, NotFound
 
 LEASE = Kind("coordination.k8s.io/v1", "Lease")
 POLL = 0.05  # real seconds between looks at `stop` while pausing on a real clock
+T = TypeVar("T")
 
 log = logging.getLogger("porchkit.leaderelection")
 
@@ -77,6 +84,7 @@ class LeaderElector:
         self.holder = ""  # the holderIdentity last observed ("" when none)
         self.last_renewed: float | None = None  # clock.monotonic() of our last successful write
         self.observed_at: float | None = None  # clock.monotonic() of our last successful read (for readiness)
+        self.leading_until: float | None = None  # see the module docstring; fencing.py reads it
         self._wake = threading.Condition()
 
     @property
@@ -88,18 +96,19 @@ class LeaderElector:
     def try_acquire_or_renew(self) -> bool:
         """One attempt to take or keep the Lease; True when we hold it afterwards. Never blocks
         beyond the requests; a Conflict (another candidate wrote first) or any API error is False."""
-        now = self.clock.time()
+        started, now = self.clock.monotonic(), self.clock.time()
         try:
             current = self.cluster.get(LEASE, self.key)
             self.observed_at = self.clock.monotonic()
             if current is None:
-                self._write(None, self._spec(now, None))
+                self._write(None, self._spec(now, None), started)
                 return True
             spec = current.get("spec") or {}
             self.holder = str(spec.get("holderIdentity") or "")
             if self.holder and self.holder != self.identity and not is_expired(spec, now):
+                self.leading_until = None
                 return False
-            self._write(current, self._spec(now, spec))
+            self._write(current, self._spec(now, spec), started)
             return True
         except Conflict:
             log.debug("lease %s: another candidate wrote first", self.key)
@@ -121,7 +130,7 @@ class LeaderElector:
         except (ApiError, NotFound) as err:
             log.warning("lease %s: could not release: %s", self.key, err)
             return False
-        self.holder, self.last_renewed = "", None
+        self.holder, self.last_renewed, self.leading_until = "", None, None
         return True
 
     def _spec(self, now: float, old: dict[str, Any] | None) -> dict[str, Any]:
@@ -137,7 +146,9 @@ class LeaderElector:
                 spec["leaseTransitions"] = transitions + 1
         return spec
 
-    def _write(self, current: Obj | None, spec: dict[str, Any]) -> None:
+    def _write(self, current: Obj | None, spec: dict[str, Any], started: float) -> None:
+        """Create or renew the Lease; `started` is when this attempt began (clock.monotonic()):
+        the others count the lease from a renewTime stamped then, so the fence must too."""
         if current is None:
             self.cluster.create({"apiVersion": LEASE.api_version, "kind": LEASE.kind,
                                  "metadata": {"name": self.key.name, "namespace": self.key.namespace},
@@ -145,6 +156,7 @@ class LeaderElector:
         else:  # carries current's resourceVersion: a Conflict if anyone wrote since we read
             self.cluster.update({**current, "spec": spec})
         self.holder, self.last_renewed = self.identity, self.clock.monotonic()
+        self.leading_until = started + self.renew_deadline
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -170,8 +182,7 @@ class LeaderElector:
                     continue
                 if self.holder != self.identity or self.clock.monotonic() - self.last_renewed >= self.renew_deadline:
                     lost = True
-                    log.warning("lease %s: %s lost leadership (holder now %r)", self.key, self.identity,
-                                self.holder)
+                    self._log_loss()
                     break
         finally:
             drained = on_stopped_leading()
@@ -182,22 +193,48 @@ class LeaderElector:
     def _renew_by(self, deadline: float) -> bool:
         """`try_acquire_or_renew`, waited for no later than `deadline` (clock.monotonic()): a
         request that hangs must not keep this replica leading past its renew deadline, while a
-        candidate may take the expired Lease. The attempt runs on a thread of its own, which a
-        hung request leaves behind until it returns; it can then only renew a Lease we no longer
-        act on."""
-        outcome: list[bool] = []
+        candidate may take the expired Lease. A hung attempt is left behind until it returns;
+        it can then only renew a Lease we no longer act on."""
+        return self._by(deadline, self.try_acquire_or_renew, "renew") is True
+
+    def _log_loss(self) -> None:
+        """Say who holds the Lease now: the holder the last attempt saw, else a fresh read (waited
+        for up to one retry period), since a process that was paused knows nothing newer."""
+        holder: str | None = self.holder
+        if holder == self.identity:
+            holder = self._by(self.clock.monotonic() + self.retry_period, self._read_holder, "read")
+        if holder and holder != self.identity:
+            log.warning("lease %s: %s lost leadership to %s", self.key, self.identity, holder)
+            return
+        why = "the Lease could not be read" if holder is None else "the Lease names no other holder yet"
+        log.warning("lease %s: %s lost leadership: lease expired; holder unknown (not renewed within the %gs "
+                    "renew deadline; %s)", self.key, self.identity, self.renew_deadline, why)
+
+    def _read_holder(self) -> str | None:
+        """The Lease's holderIdentity ("" when released or absent), None when it cannot be read."""
+        try:
+            lease = self.cluster.get(LEASE, self.key)
+        except ApiError as err:
+            log.debug("lease %s: could not read the holder: %s", self.key, err)
+            return None
+        return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+
+    def _by(self, deadline: float, request: Callable[[], T], what: str) -> T | None:
+        """`request()` on a thread of its own, waited for until `deadline` (clock.monotonic());
+        None when it has not answered by then."""
+        outcome: list[T] = []
 
         def attempt() -> None:
-            renewed = self.try_acquire_or_renew()
+            answer = request()
             with self._wake:
-                outcome.append(renewed)
+                outcome.append(answer)
                 self._wake.notify_all()
 
-        threading.Thread(target=attempt, name=f"lease-renew-{self.key.name}", daemon=True).start()
+        threading.Thread(target=attempt, name=f"lease-{what}-{self.key.name}", daemon=True).start()
         with self._wake:
             while not outcome and (left := deadline - self.clock.monotonic()) > 0:
                 self.clock.wait(self._wake, min(left, POLL))
-            return bool(outcome) and outcome[0]
+            return outcome[0] if outcome else None
 
     def wake(self) -> None:
         """Cut a pause short (after setting the `stop` given to `run`)."""

@@ -21,6 +21,13 @@
   workers stop the same way, the Lease is not released, and `run()` returns 1. The process must
   then exit, as controller-runtime's does: another replica leads now, and a fresh process can
   stand by again.
+* Fencing, with leader election: every controller gets the manager's `fence` (fencing.py), open
+  while the Lease is provably held (`renew_deadline` from the start of the last successful
+  renewal, by the monotonic clock). Once it closes, no reconcile starts, and every write of one
+  in flight (and every hook call or other side effect guarded by `fencing.check()`) fails with
+  NotLeading, even before the campaign notices the loss: a process resumed from SIGSTOP checks
+  the time before its first request, not after its next renewal attempt. The Events controllers
+  record are writes of their reconciles: fenced too.
 
 `run()` returns 0 after a requested stop whose reconciles all finished in time, and 1 when the
 caches did not sync, leadership was lost, or reconciles were still running after the grace period.
@@ -44,6 +51,7 @@ from reconcile.cache import InformerCache
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Cluster
 from reconcile.controller import Controller, EventRecorder
+from reconcile.fencing import Fence, LeaseFence
 from reconcile.leaderelection import LeaderElector
 from reconcile.metrics import Metrics
 
@@ -76,7 +84,7 @@ class Manager:
 
     Build it, `add()` controllers, then `run()` (on the main thread to get signal handling, or on
     any thread and call `stop()`). `cluster`, `cache`, `clock` and `metrics` are public: controllers
-    are built from them."""
+    are built from them. `fence` is None without leader election."""
 
     def __init__(self, cluster: Cluster, *, clock: Clock = SYSTEM_CLOCK, metrics: Metrics | None = None,
                  events: EventRecorder | None = None, leader_election: LeaderElection | None = None,
@@ -90,12 +98,14 @@ class Manager:
         self.controllers: list[Controller] = []
         self.sync_timeout, self.grace_period = sync_timeout, grace_period
         self.elector: LeaderElector | None = None
+        self.fence: Fence | None = None
         if (election := leader_election) is not None:
             self.elector = LeaderElector(cluster, election.name, election.namespace,
                                          election.identity or default_identity(),
                                          lease_duration=election.lease_duration,
                                          renew_deadline=election.renew_deadline,
                                          retry_period=election.retry_period, clock=clock)
+            self.fence = LeaseFence(self.elector)
             self.metrics.leading(election.name, False)
         self.metrics.track_informers(lambda: self.cache.informers, clock)
 
@@ -118,8 +128,8 @@ class Manager:
 
     def add(self, controller: Controller) -> None:
         """Wire a controller in: it reports to this manager's metrics (and event recorder, unless it
-        has its own) and subscribes to the shared cache. Raises ValueError for a second controller
-        of the same name (names label metrics and logs) or another clock.
+        has its own), is fenced by its fence, and subscribes to the shared cache. Raises ValueError
+        for a second controller of the same name (names label metrics and logs) or another clock.
 
         Controllers are usually added before `run()`. One added while the manager runs (a
         controller built from an object, such as a DecoratorController) gets its informers started
@@ -134,6 +144,7 @@ class Manager:
             if controller.clock is not self.clock:
                 raise ValueError(f"controller {controller.name!r} reads another clock than its manager")
             controller.metrics = self.metrics
+            controller.fence = self.fence
             self.metrics.track_queue(controller.queue)
             if controller.events is None:
                 controller.events = self.events

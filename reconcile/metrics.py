@@ -18,7 +18,11 @@ operators read it unchanged:
     porchkit_hook_requests_total{controller,hook,code}         code: HTTP status, timeout, error; ok in-process
     porchkit_hook_request_duration_seconds{controller,hook}    histogram (default buckets)
     porchkit_hook_in_flight_requests{controller,hook}          hook calls under way
+    porchkit_write_conflicts_total{controller,group,kind}      409 Conflicts the writes of a controller's reconciles
+                                                               got (another writer changed the object first)
 
+Conflicts are counted where every write passes (fencing.write, called by both Cluster backends),
+so a Conflict a helper retries or swallows is counted too; AlreadyExists (409 on a create) is not.
 A Terminal error counts as result="error" in reconcile_total, in reconcile_errors_total and in
 terminal_reconcile_errors_total, as in controller-runtime. The informer series and the two
 in-flight queue series are computed when scraped, from what `track_informers` and
@@ -109,6 +113,9 @@ class Metrics:
                                         "seconds", by_hook, registry=registry)
         self._hook_in_flight = Gauge("porchkit_hook_in_flight_requests", "Hook calls under way", by_hook,
                                      registry=registry)
+        self._conflicts = Counter("porchkit_write_conflicts_total", "Writes answered 409 Conflict (another writer "
+                                  "changed the object first), by the controller whose reconcile wrote, and the "
+                                  "object's API group and kind", ["controller", "group", "kind"], registry=registry)
         self._lock = threading.Lock()
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self._informers: list[tuple[Callable[[], Iterable[Informer]], Clock]] = []
@@ -152,6 +159,10 @@ class Metrics:
         if result == "terminal_error":
             self._of(self._terminal, controller).inc()
         self._of(self._time, controller).observe(seconds)
+
+    def write_conflict(self, controller: str, group: str, kind: str) -> None:
+        """A write of `controller`'s reconcile got a 409 Conflict (fencing.write counts it)."""
+        self._of(self._conflicts, controller, group, kind).inc()
 
     # --- workqueue.py's QueueMetrics ------------------------------------------------------
 

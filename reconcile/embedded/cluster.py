@@ -8,8 +8,13 @@ This module is the face and the request routing; the work is done behind it:
 `_engine` (the request path: validation, lifecycle, ownership), `_store` (objects, revisions,
 the change log), `_watch` (watchers, streams, bookmarks), `_gc`, `_namespaces` and `_crds`
 (the controllers), `_defaults` (normalization and defaulting), `_fields` and `_apply`
-(managedFields and server-side apply), `_kinds` (discovery and per-kind rules) and `_persist`
-(the directory).
+(managedFields and server-side apply), `_kinds` (discovery and per-kind rules), `_persist`
+(the directory) and `_lock` (its one owner).
+
+With `persist_to`, a write returns only once it is on disk (fsynced), and the directory is
+held by this cluster until `close()`: another process (or cluster) opening it gets StateInUse.
+Every write verb passes `reconcile.fencing.write` first: during a reconcile, a replica that
+cannot prove it still holds its Lease gets NotLeading, and a Conflict is counted.
 
 Threads: one re-entrant lock serializes every request and the controller work it causes, so a
 request's effects (a cascade of deletions included) are complete when it returns. Objects
@@ -24,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from reconcile import fencing
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import (
     Kind,
@@ -62,7 +68,8 @@ class EmbeddedCluster:
     `clock` times creationTimestamps, bookmarks and watch timeouts; `history` is how many of the
     most recent changes (across all kinds) a watch can resume from; `bookmark_interval` is the
     clock-seconds of quiet after which a watch sends a BOOKMARK; `persist_to` is a directory to
-    keep the state in (it resumes from what is there). Call `close()` when done (or use `with`).
+    keep the state in (it resumes from what is there; StateInUse when another process holds it).
+    Call `close()` when done (or use `with`): it lets the directory go.
     """
 
     def __init__(self, *, clock: Clock = SYSTEM_CLOCK, history: int = 1000, bookmark_interval: float = 60.0,
@@ -83,6 +90,14 @@ class EmbeddedCluster:
         self._journal = Journal(persist_to) if persist_to is not None else None
         self._compacted_at = -1  # the store revision of the last snapshot written
         self._closed = False
+        try:
+            self._open()
+        except BaseException:
+            if self._journal is not None:
+                self._journal.close()  # let the directory go: this cluster never opened
+            raise
+
+    def _open(self) -> None:
         with self._lock:
             if self._journal is not None:
                 self._restore(self._journal)
@@ -111,8 +126,7 @@ class EmbeddedCluster:
 
         Registering a kind again replaces how it is served; a built-in or CRD-defined kind
         cannot be registered (AlreadyExists)."""
-        with self._lock:
-            self._check_open()
+        def registered() -> None:
             origin = self._registry.origin(info.kind)
             if origin and origin != REGISTERED:
                 what = "built in" if origin == BUILTIN else f"served by {origin}"
@@ -120,6 +134,8 @@ class EmbeddedCluster:
             self._registry.add(info, origin=REGISTERED)
             if self._journal is not None:
                 self._journal.record_kinds(self._registry.registered())
+
+        self._write(registered)
 
     def serve(self, kind: Kind | ResourceInfo, storage: Storage) -> None:
         """Route every request for a kind to `storage` (see reconcile.embedded.storage). Pass the
@@ -200,31 +216,38 @@ class EmbeddedCluster:
     def create(self, obj: Obj) -> Obj:
         """Create; AlreadyExists, Invalid, NotFound (kind or namespace), Forbidden."""
         body = _body(obj)
-        storage = self._storage_for_write(body)
-        if storage is not None:
-            return storage.create(obj)
-        return _render(self._write(lambda: self._engine.create(body, manager=FIELD_MANAGER)), Kind.of(body))
+        with fencing.write(Kind.of(body), ObjectKey.of(body)):
+            storage = self._storage_for_write(body)
+            if storage is not None:
+                return storage.create(obj)
+            return _render(self._write(lambda: self._engine.create(body, manager=FIELD_MANAGER)), Kind.of(body))
 
     def update(self, obj: Obj) -> Obj:
         """Replace (status kept when the kind has a status subresource); Conflict, NotFound."""
         body = _body(obj)
-        storage = self._storage(Kind.of(body))
-        if storage is not None:
-            return storage.update(obj)
-        return _render(self._write(lambda: self._engine.update(body, manager=FIELD_MANAGER)), Kind.of(body))
+        with fencing.write(Kind.of(body), ObjectKey.of(body)):
+            storage = self._storage(Kind.of(body))
+            if storage is not None:
+                return storage.update(obj)
+            return _render(self._write(lambda: self._engine.update(body, manager=FIELD_MANAGER)), Kind.of(body))
 
     def update_status(self, obj: Obj) -> Obj:
         """Replace only `status`; NotFound when the kind has no status subresource."""
         body = _body(obj)
-        storage = self._storage(Kind.of(body))
-        if storage is not None:
-            return storage.update_status(obj)
-        result = self._write(lambda: self._engine.update(body, manager=FIELD_MANAGER, subresource="status"))
-        return _render(result, Kind.of(body))
+        with fencing.write(Kind.of(body), ObjectKey.of(body)):
+            storage = self._storage(Kind.of(body))
+            if storage is not None:
+                return storage.update_status(obj)
+            result = self._write(lambda: self._engine.update(body, manager=FIELD_MANAGER, subresource="status"))
+            return _render(result, Kind.of(body))
 
     def patch(self, kind: Kind, key: ObjectKey, patch: Any, *, patch_type: PatchType = "merge",
               subresource: str | None = None) -> Obj:
         """A JSON merge patch or JSON patch; a resourceVersion in the patch is a precondition."""
+        with fencing.write(kind, key):
+            return self._patch(kind, key, patch, patch_type, subresource)
+
+    def _patch(self, kind: Kind, key: ObjectKey, patch: Any, patch_type: PatchType, subresource: str | None) -> Obj:
         storage = self._storage(kind)
         if storage is not None:
             return storage.patch(kind, key, patch, patch_type=patch_type, subresource=subresource)
@@ -247,17 +270,23 @@ class EmbeddedCluster:
         """Server-side apply: create or merge `obj` as `field_manager`'s intent; Conflict when it
         changes fields another manager owns, unless `force`."""
         body = _body(obj)
-        storage = self._storage_for_write(body)
-        if storage is not None:
-            return storage.apply(obj, field_manager=field_manager, force=force, subresource=subresource)
-        result = self._write(lambda: self._engine.apply(body, manager=field_manager, force=force,
-                                                        subresource=subresource or ""))
-        return _render(result, Kind.of(body))
+        with fencing.write(Kind.of(body), ObjectKey.of(body)):
+            storage = self._storage_for_write(body)
+            if storage is not None:
+                return storage.apply(obj, field_manager=field_manager, force=force, subresource=subresource)
+            result = self._write(lambda: self._engine.apply(body, manager=field_manager, force=force,
+                                                            subresource=subresource or ""))
+            return _render(result, Kind.of(body))
 
     def delete(self, kind: Kind, key: ObjectKey, *, propagation: Propagation = "Background",
                preconditions: Mapping[str, str] | None = None) -> Obj | None:
         """Delete, cascading as `propagation` says; the object while finalizers hold it, None once
         it is gone. NotFound, Conflict (preconditions), Forbidden."""
+        with fencing.write(kind, key):
+            return self._delete(kind, key, propagation, preconditions)
+
+    def _delete(self, kind: Kind, key: ObjectKey, propagation: Propagation,
+                preconditions: Mapping[str, str] | None) -> Obj | None:
         storage = self._storage(kind)
         if storage is not None:
             return self._delete_served(storage, kind, key, propagation, preconditions)
@@ -296,14 +325,22 @@ class EmbeddedCluster:
     # internals
 
     def _write(self, request: Callable[[], T]) -> T:
+        """Run a write and the controller work it causes; with `persist_to`, return only once it
+        is on disk. The fsync is made outside the lock, so that writers waiting for the disk at
+        the same moment share one (and readers never wait for it)."""
+        journal = self._journal
         with self._lock:
             self._check_open()
+            if journal is not None:
+                journal.check()
             result = request()
             self._engine.settle()
-            journal = self._journal
             if journal is not None and journal.due(self._store.size):
                 self._compact(journal)
-            return result
+            written = journal.written if journal is not None else 0
+        if journal is not None:
+            journal.sync(written)
+        return result
 
     def _storage(self, kind: Kind) -> Storage | None:
         with self._lock:
@@ -327,11 +364,12 @@ class EmbeddedCluster:
         before = storage.get(kind, key)
         result = storage.delete(kind, key, propagation=propagation, preconditions=preconditions)
         if result is None and before is not None and isinstance(before.get("metadata"), dict):
-            with self._lock:
-                for reactor in self._engine.reactors:
-                    reactor.removed(group_kind(kind), before)
-                self._engine.settle()
+            self._write(lambda: self._removed_by_storage(kind, before))
         return result
+
+    def _removed_by_storage(self, kind: Kind, before: Obj) -> None:
+        for reactor in self._engine.reactors:
+            reactor.removed(group_kind(kind), before)
 
     def _check_fields(self, kind: Kind, selector: FieldSelector) -> None:
         supported = self._registry.field_labels(kind)

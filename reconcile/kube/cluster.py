@@ -19,6 +19,8 @@ Promises:
     ADDED, as in EmbeddedCluster, because that is what the API server itself does: "" is sent as
     no resourceVersion (the current state, read consistently), "0" as resourceVersion=0 (the
     state in the server's watch cache, perhaps slightly older). See _watch.py for the stream.
+  * every write verb passes `reconcile.fencing.write` first: during a reconcile of a replica that
+    cannot prove it still holds its Lease, NotLeading, and nothing is sent; a Conflict is counted.
 Leaves: caching, relisting and back-off to informer.py; retrying conflicts to the callers.
 """
 
@@ -37,6 +39,7 @@ from kubernetes import config as kube_config
 from kubernetes.client import Configuration
 from kubernetes.config import incluster_config
 
+from reconcile import fencing
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import (
     Kind,
@@ -231,18 +234,21 @@ class KubeCluster:
     def create(self, obj: Obj) -> Obj:
         """Create; AlreadyExists, Invalid, NotFound (kind or namespace), Forbidden."""
         kind, info, key = self._target(obj, need_name=False)
-        return self._object("POST", kind, _path(info, key.namespace), body=obj)
+        with fencing.write(kind, key):
+            return self._object("POST", kind, _path(info, key.namespace), body=obj)
 
     def update(self, obj: Obj) -> Obj:
         """Replace (the server keeps status when the kind has a status subresource); Conflict,
         NotFound."""
         kind, info, key = self._target(obj)
-        return self._object("PUT", kind, _path(info, key.namespace, key.name), body=obj)
+        with fencing.write(kind, key):
+            return self._object("PUT", kind, _path(info, key.namespace, key.name), body=obj)
 
     def update_status(self, obj: Obj) -> Obj:
         """Replace only `status` (PUT .../status); Conflict, NotFound."""
         kind, info, key = self._target(obj)
-        return self._object("PUT", kind, _path(info, key.namespace, key.name, "status"), body=obj)
+        with fencing.write(kind, key):
+            return self._object("PUT", kind, _path(info, key.namespace, key.name, "status"), body=obj)
 
     def patch(self, kind: Kind, key: ObjectKey, patch: Any, *, patch_type: PatchType = "merge",
               subresource: str | None = None) -> Obj:
@@ -259,7 +265,8 @@ class KubeCluster:
         info = self.resource(kind)
         _check_namespace(info, key)
         path = _path(info, key.namespace, key.name, subresource or "")
-        return self._object("PATCH", kind, path, body=patch, content_type=content_type)
+        with fencing.write(kind, key):
+            return self._object("PATCH", kind, path, body=patch, content_type=content_type)
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = False, subresource: str | None = None) -> Obj:
         """Server-side apply (PATCH application/apply-patch+yaml) as `field_manager`; Conflict when
@@ -267,7 +274,8 @@ class KubeCluster:
         kind, info, key = self._target(obj)
         query = [("fieldManager", field_manager)] + ([("force", "true")] if force else [])
         path = _path(info, key.namespace, key.name, subresource or "")
-        return self._object("PATCH", kind, path, query=query, body=obj, content_type=APPLY_CONTENT_TYPE)
+        with fencing.write(kind, key):
+            return self._object("PATCH", kind, path, query=query, body=obj, content_type=APPLY_CONTENT_TYPE)
 
     def delete(self, kind: Kind, key: ObjectKey, *, propagation: Propagation = "Background",
                preconditions: Mapping[str, str] | None = None) -> Obj | None:
@@ -278,7 +286,8 @@ class KubeCluster:
         options: Obj = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
         if preconditions:
             options["preconditions"] = dict(preconditions)
-        code, answer = self._call(kind, "DELETE", _path(info, key.namespace, key.name), body=options)
+        with fencing.write(kind, key):
+            code, answer = self._call(kind, "DELETE", _path(info, key.namespace, key.name), body=options)
         if answer.get("kind") == "Status":
             return None  # Success: the object is gone
         meta = answer.get("metadata") or {}

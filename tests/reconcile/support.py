@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -15,6 +16,8 @@ from reconcile.embedded import EmbeddedCluster
 from reconcile.errors import ServerError
 from reconcile.leaderelection import LEASE
 from reconcile.manager import Manager
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
@@ -137,3 +140,12 @@ class ScriptProcesses:
             process.wait(timeout=5)
             if process.stdout is not None:
                 process.stdout.close()
+
+
+def manager_process(*args: str, state: Path) -> subprocess.Popen[str]:
+    """`porchkit manager --embedded --state STATE --controllers slow` as a process of its own
+    (tests/reconcile/manager_script.py), with stdout and stderr piped."""
+    return subprocess.Popen([sys.executable, "-m", "tests.reconcile.manager_script", "--embedded", "--state",
+                             str(state), "--controllers", "slow", "--health-addr", "127.0.0.1:0", *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "SLOW_SECONDS": "1"})

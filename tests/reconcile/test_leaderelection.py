@@ -15,6 +15,7 @@ import pytest
 from reconcile import FakeClock, ObjectKey
 from reconcile.embedded import EmbeddedCluster
 from reconcile.errors import ServerError
+from reconcile.fencing import LeaseFence
 from reconcile.leaderelection import LEASE, LeaderElector, micro_time, parse_time
 from tests.reconcile.support import eventually, step_until
 
@@ -181,12 +182,16 @@ class Hanging:
 def test_a_renewal_that_hangs_ends_leadership_at_the_renew_deadline_before_another_can_lead(
         cluster: EmbeddedCluster, clock: FakeClock) -> None:
     hanging = Hanging(cluster)
-    loop = Loop(candidate(hanging, clock, "a"))
+    elector = candidate(hanging, clock, "a")
+    fence = LeaseFence(elector)
+    loop = Loop(elector)
     try:
         eventually(lambda: loop.events == ["started"])
         hanging.hang.set()
-        took = step_until(clock, lambda: not loop.thread.is_alive(), limit=15, step=0.5)
-        assert 10 <= took <= 12.5  # the renew deadline, not whenever the request returns
+        took = step_until(clock, lambda: not fence.holds(), limit=15, step=0.5)
+        assert took == 10  # the renew deadline, not whenever the request returns
+        took += step_until(clock, lambda: not loop.thread.is_alive(), limit=5, step=0.5)
+        assert took <= 10 + 2 + 0.5  # then one retry period, at most, to read who holds the Lease for the log
         assert loop.events == ["started", "stopped"]
         assert not candidate(cluster, clock, "b").try_acquire_or_renew()  # the lease has not expired yet
     finally:
@@ -236,3 +241,40 @@ def test_stopping_a_candidate_that_never_led_calls_no_callback(cluster: Embedded
     clock.advance(2)
     assert loop.end() is False
     assert loop.events == [] and spec(cluster)["holderIdentity"] == "a"
+
+
+class Slow:
+    """The cluster, with each Lease read taking `seconds` of the fake clock."""
+
+    def __init__(self, cluster: EmbeddedCluster, clock: FakeClock, seconds: float) -> None:
+        self.cluster, self.clock, self.seconds = cluster, clock, seconds
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cluster, name)
+
+    def get(self, kind: Any, key: ObjectKey) -> Any:
+        self.clock.advance(self.seconds)
+        return self.cluster.get(kind, key)
+
+
+def test_the_lease_is_provably_held_until_the_renew_deadline_after_the_start_of_the_last_renewal(
+        cluster: EmbeddedCluster, clock: FakeClock) -> None:
+    a = candidate(Slow(cluster, clock, 3), clock, "a")
+    start = clock.monotonic()
+    assert a.try_acquire_or_renew()
+    # not from when the answer came, 3 s later: the other candidates count from the renewTime
+    # stamped when the attempt started
+    assert a.leading_until == start + a.renew_deadline
+    assert parse_time(spec(cluster)["renewTime"]) == start
+    assert a.release() and a.leading_until is None
+
+
+def test_a_leader_that_sees_another_holder_stops_being_provably_leading_at_once(cluster: EmbeddedCluster,
+                                                                                clock: FakeClock) -> None:
+    a = candidate(cluster, clock, "a")
+    assert a.try_acquire_or_renew() and a.leading_until is not None
+    lease = cluster.get(LEASE, KEY)
+    assert lease is not None
+    cluster.update({**lease, "spec": {**lease["spec"], "holderIdentity": "intruder"}})
+    assert not a.try_acquire_or_renew()
+    assert a.leading_until is None

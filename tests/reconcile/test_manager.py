@@ -4,10 +4,7 @@
 from __future__ import annotations
 
 import logging
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,11 +20,18 @@ from reconcile.embedded import EmbeddedCluster
 from reconcile.leaderelection import LEASE
 from reconcile.manager import LeaderElection, Manager
 from reconcile.outcome import Done
-from tests.reconcile.support import GatedLists, Partitioned, Running, configmap, eventually, step_until
+from tests.reconcile.support import (
+    GatedLists,
+    Partitioned,
+    Running,
+    configmap,
+    eventually,
+    manager_process,
+    step_until,
+)
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 SECRET = Kind("v1", "Secret")
-ROOT = Path(__file__).resolve().parents[2]
 ELECTION = LeaderElection(namespace="default", name="porchkit-test")
 
 
@@ -298,13 +302,6 @@ def test_when_the_leader_stops_renewing_it_steps_down_and_the_standby_takes_over
 
 
 # --- the process: SIGTERM and the command line -------------------------------------------------------
-
-def manager_process(*args: str, state: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "tests.reconcile.manager_script", "--embedded", "--state",
-                             str(state), "--controllers", "slow", "--health-addr", "127.0.0.1:0", *args],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "SLOW_SECONDS": "1"})
-
 
 def test_sigterm_lets_the_reconcile_in_flight_finish_releases_the_lease_and_exits_0(tmp_path: Path) -> None:
     with EmbeddedCluster(persist_to=tmp_path) as seed:
