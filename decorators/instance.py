@@ -14,8 +14,9 @@ attachment rules through discovery, builds its hooks (reconcile.hooks) and one
 
 The supervisor (decorators.supervisor) adds these controllers to the manager and removes them
 when the DecoratorController changes or goes away. Building raises SpecError for an invalid
-spec, HookConfigError for an unusable hook, and UnknownResource when discovery does not know a
-rule's resource yet (a CRD not installed: retried).
+spec, HookConfigError for an unusable hook (HookRefused for one the process's HookPolicy does
+not allow), and UnknownResource when discovery does not know a rule's resource yet (a CRD not
+installed: retried).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
 from reconcile.controller import Controller, Watch, Watches
 from reconcile.errors import ReconcileError
-from reconcile.hooks import HookMetrics, build_hook
+from reconcile.hooks import HookMetrics, HookPolicy, build_hook
 
 ATTACHMENT_SETTLE = 0.05
 """Seconds a change of an attachment waits before it wakes its target: the attachments one pass
@@ -57,6 +58,8 @@ class Options:
 
     workers: int = 5
     resolve: Mapping[str, str] = field(default_factory=dict)  # webhook host -> address (see reconcile.hooks)
+    # what hook specs may ask for (python modules, credential namespaces); by default, nothing
+    hook_policy: HookPolicy = HookPolicy()
     follow_resync: bool = True  # honour resyncPeriodSeconds and resyncAfterSeconds (a local preview does not)
     # every pass's result: (decorator name, target kind, target key, what it did or why it failed)
     report: Callable[[str, Kind, ObjectKey, SyncResult | Exception], None] | None = None
@@ -120,8 +123,8 @@ class DecoratorInstance:
     def _hooks(spec: DecoratorSpec, cluster: Cluster, metrics: HookMetrics | None, options: Options) -> Hooks:
         def build(name: str, hook_spec: Mapping[str, Any] | None, shape: Any) -> Any:
             return build_hook(hook_spec, field=f"spec.hooks.{name}", controller=spec.name, hook=name, shape=shape,
-                              output_field="attachments", cluster=cluster, endpoint_configs=spec.endpoint_configs,
-                              resolve=options.resolve, metrics=metrics)
+                              output_field="attachments", policy=options.hook_policy, cluster=cluster,
+                              endpoint_configs=spec.endpoint_configs, resolve=options.resolve, metrics=metrics)
         return Hooks(sync=build("sync", spec.sync, RESPONSE_SHAPE),
                      finalize=build("finalize", spec.finalize, RESPONSE_SHAPE),
                      customize=build("customize", spec.customize, CUSTOMIZE_SHAPE))

@@ -8,7 +8,9 @@ it; kustomization files are skipped), runs the DecoratorControllers on it until 
 and returns a `Preview`: what each pass did to targets and attachments, the objects as they
 ended up, and one line per DecoratorController that could not start or target whose last pass
 failed. Webhooks are called for real (`resolve` points in-cluster service names at local
-servers); python and pipeline hooks run in-process. `resyncPeriodSeconds` and
+servers); python and pipeline hooks run in-process, under `HookPolicy.local()`: the manifests are
+the user's own, so a python hook may come from any module and credentials from any namespace, and
+may go over plain http to loopback. `resyncPeriodSeconds` and
 `resyncAfterSeconds` are not followed: a preview is one pass to a standstill.
 """
 
@@ -27,6 +29,7 @@ from decorators.sync import SyncResult
 from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
+from reconcile.hooks import HookPolicy
 from reconcile.local import run_until_idle
 from reconcile.manager import Manager
 from reconcile.manifests import Loaded, ManifestLoadError, embedded_with, for_display
@@ -60,7 +63,8 @@ def reconcile_manifests(paths: Iterable[str | Path], *, resolve: Mapping[str, st
                 passes.append(result)
 
     manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-decorators"), grace_period=5.0)
-    decorators = Decorators(manager, Options(resolve=dict(resolve or {}), follow_resync=False, report=report))
+    options = Options(resolve=dict(resolve or {}), hook_policy=HookPolicy.local(), follow_resync=False, report=report)
+    decorators = Decorators(manager, options)
     manager.add(decorators.controller())
     try:
         run_until_idle(manager, timeout=timeout)

@@ -5,9 +5,11 @@ Its reconcile of one DecoratorController:
 
 * new, or its spec (or apply strategy) changed: stops the running instance, if any, and builds a
   new one (decorators.instance), whose per-target-kind controllers join the manager and start on
-  every cached target at once. A spec the instance cannot be built from is a Warning Event
-  `CreateError` on the DecoratorController: not retried when the spec itself is invalid (the next
-  edit is), retried with back-off when a resource is not served yet or a Secret is missing;
+  every cached target at once; its condition `Ready` turns True (reconcile.readiness). A spec the
+  instance cannot be built from is a Warning Event `CreateError` on the DecoratorController and
+  `Ready=False` with the same message: not retried when the spec itself is invalid or asks for
+  what the manager's HookPolicy refuses (the next edit is), retried with back-off when a resource
+  is not served yet or a Secret is missing;
 * unchanged (labels, annotations, status edits): nothing;
 * deleted: stops the instance. A DecoratorController with a finalize hook carries the finalizer
   `porchkit.dev/decoratorcontroller-cleanup` so that, when it is deleted, its finalizer
@@ -24,11 +26,11 @@ import threading
 
 from decorators.instance import DecoratorInstance, Options, UnknownResource, fingerprint
 from decorators.spec import DECORATOR_CONTROLLER, FINALIZER_PREFIX, SpecError, resolve_rule
-from reconcile import finalizers, objects
+from reconcile import finalizers, objects, readiness
 from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.controller import Controller
 from reconcile.errors import NotFound, ReconcileError, Terminal
-from reconcile.hooks import HookConfigError
+from reconcile.hooks import HookConfigError, HookRefused
 from reconcile.manager import Manager
 from reconcile.outcome import Done, Outcome
 
@@ -93,6 +95,7 @@ class Decorators:
         for controller in instance.controllers:
             self.manager.add(controller)
         log.info("DecoratorController %s started: %s", key.name, ", ".join(c.name for c in instance.controllers))
+        readiness.record(self.manager.cluster, obj, None, now=self.manager.clock.time())
         return Done()
 
     def stop_all(self) -> None:
@@ -102,16 +105,20 @@ class Decorators:
     # --- steps -----------------------------------------------------------------------------------
 
     def _build(self, obj: Obj) -> DecoratorInstance:
+        """The instance, or the error to raise (recorded in `failed` and on the Ready condition)."""
         name = str(objects.metadata(obj).get("name"))
+        problem: ReconcileError
         try:
             return DecoratorInstance(obj, cluster=self.manager.cluster, cache=self.manager.cache,
                                      clock=self.manager.clock, metrics=self.manager.metrics, options=self.options)
-        except SpecError as err:
+        except (SpecError, HookRefused) as err:
             self.failed[name] = str(err)
-            raise InvalidDecorator(f"Cannot create new controller: {err}") from None
+            problem = InvalidDecorator(f"Cannot create new controller: {err}")
         except (UnknownResource, HookConfigError) as err:
             self.failed[name] = str(err)
-            raise CreateError(f"Cannot create new controller: {err}") from None
+            problem = CreateError(f"Cannot create new controller: {err}")
+        readiness.record(self.manager.cluster, obj, problem, now=self.manager.clock.time())
+        raise problem
 
     def _stop(self, name: str) -> None:
         with self._lock:

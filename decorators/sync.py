@@ -48,7 +48,7 @@ from decorators.writeback import write_back
 from reconcile import finalizers, objects
 from reconcile.cache import InformerCache
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
-from reconcile.errors import Conflict, NotFound, ReconcileError
+from reconcile.errors import Conflict, NotFound, NotLeading, ReconcileError
 from reconcile.hooks import Hook, HookError, HookRetryAfter
 from reconcile.outcome import Done, Outcome, RequeueAfter
 
@@ -118,6 +118,8 @@ class TargetSync:
     def __call__(self, key: ObjectKey) -> Outcome:
         try:
             return self._pass(key)
+        except NotLeading:
+            raise  # nothing to report, and reporting is a write
         except Exception as err:
             if self.hooks.closed:
                 return Done()  # this instance is being replaced or removed: the next one syncs the target

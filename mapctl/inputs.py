@@ -44,7 +44,7 @@ from mapctl.selection import SelectorError, is_input
 from reconcile import objects
 from reconcile.children import Change, ChildrenError, delete_children, manage_children
 from reconcile.cluster import Kind, Obj, ObjectKey
-from reconcile.errors import ReconcileError
+from reconcile.errors import NotLeading, ReconcileError
 from reconcile.hooks import Hook, HookError, HookRetryAfter
 from reconcile.outcome import Done, Outcome, RequeueAfter
 from reconcile.selectors import LabelSelector
@@ -82,6 +82,8 @@ class InputSync:
         context = self.context
         try:
             outcome, result = self._pass(key)
+        except NotLeading:
+            raise  # nothing to record or report: this replica no longer leads
         except Exception as err:
             if context.closed:
                 return Done()  # this instance is being replaced or removed: the next one maps the input

@@ -16,8 +16,9 @@ resources through discovery, builds its hooks (reconcile.hooks) and two `reconci
 
 The supervisor (supervisor.py) adds the controllers to the manager and removes them when the
 MapController changes or goes away. Building raises SpecError for an invalid spec,
-HookConfigError for an unusable hook, and UnknownResource when discovery does not know a
-resource yet (a CRD not installed: retried).
+HookConfigError for an unusable hook (HookRefused for one the process's HookPolicy does not
+allow), and UnknownResource when discovery does not know a resource yet (a CRD not installed:
+retried).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
 from reconcile.controller import Controller, Watch
 from reconcile.errors import ReconcileError
-from reconcile.hooks import HookMetrics, build_hook
+from reconcile.hooks import HookMetrics, HookPolicy, build_hook
 
 OUTPUT_SETTLE = 0.05
 """Seconds an output's change waits before it wakes its input's pass: the outputs one pass wrote
@@ -66,6 +67,8 @@ class Options:
     """How a process runs its MapControllers."""
 
     resolve: Mapping[str, str] = field(default_factory=dict)  # webhook host -> address (see reconcile.hooks)
+    # what hook specs may ask for (python modules, credential namespaces); by default, nothing
+    hook_policy: HookPolicy = HookPolicy()
     follow_resync: bool = True  # honour resyncPeriodSeconds and resyncAfterSeconds (a local preview does not)
     # every input pass's result: (MapController name, key, what it did or why it failed)
     report: Callable[[str, InputKey, MapResult | Exception], None] | None = None
@@ -129,7 +132,8 @@ class MapInstance:
     def _hooks(spec: MapSpec, cluster: Cluster, metrics: HookMetrics | None, options: Options) -> tuple[Any, Any]:
         def build(name: str, hook_spec: Mapping[str, Any] | None, shape: Any) -> Any:
             return build_hook(hook_spec, field=f"spec.hooks.{name}", controller=spec.name, hook=name, shape=shape,
-                              output_field="outputs", cluster=cluster, resolve=options.resolve, metrics=metrics)
+                              output_field="outputs", policy=options.hook_policy, cluster=cluster,
+                              resolve=options.resolve, metrics=metrics)
         map_hook = build("map", spec.map_hook, MAP_SHAPE)
         if map_hook is None:
             raise SpecError("spec.hooks.map", "a webhook, python or pipeline hook is required")

@@ -6,8 +6,10 @@ on it until they are idle (reconcile.local.run_until_idle), and returns a `Previ
 input pass did to outputs, the outputs and parents as they ended up, and one line per
 MapController that could not start or input whose last pass failed. Webhooks are called for real
 (`resolve` points in-cluster service names at local servers); python and pipeline hooks run
-in-process. A parent whose selector cannot be used is an error line too. `resyncPeriodSeconds`
-and `resyncAfterSeconds` are not followed: a preview is one pass to a standstill.
+in-process, under `HookPolicy.local()`: the manifests are the user's own, so a python hook may
+come from any module and credentials from any namespace, and may go over plain http to loopback.
+A parent whose selector cannot be used is an error line too. `resyncPeriodSeconds` and
+`resyncAfterSeconds` are not followed: a preview is one pass to a standstill.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from reconcile import conditions
 from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
+from reconcile.hooks import HookPolicy
 from reconcile.local import run_until_idle
 from reconcile.manager import Manager
 from reconcile.manifests import Loaded, embedded_with, for_display
@@ -59,7 +62,8 @@ def reconcile_manifests(paths: Iterable[str | Path], *, resolve: Mapping[str, st
                 passes.append(result)
 
     manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-mapctl"), grace_period=5.0)
-    supervisor = MapControllers(manager, Options(resolve=dict(resolve or {}), follow_resync=False, report=report))
+    options = Options(resolve=dict(resolve or {}), hook_policy=HookPolicy.local(), follow_resync=False, report=report)
+    supervisor = MapControllers(manager, options)
     manager.add(supervisor.controller())
     try:
         run_until_idle(manager, timeout=timeout)

@@ -5,9 +5,11 @@ reconcile of one MapController:
 
 * new, or its spec (or apply strategy) changed: stops the running instance, if any, and builds a
   new one (mapctl.instance), whose two controllers join the manager and start on every cached
-  parent and input at once. A MapController the instance cannot be built from is a Warning Event
-  `CreateError` on it: not retried when the spec itself is invalid (the next edit is), retried
-  with back-off when a resource is not served yet or a Secret is missing;
+  parent and input at once; its condition `Ready` turns True (reconcile.readiness). A
+  MapController the instance cannot be built from is a Warning Event `CreateError` on it and
+  `Ready=False` with the same message: not retried when the spec itself is invalid or asks for
+  what the manager's HookPolicy refuses (the next edit is), retried with back-off when a resource
+  is not served yet or a Secret is missing;
 * unchanged (labels, annotations, status edits): nothing;
 * deleted: stops the instance. Outputs stay with their parents (they are the parents' children,
   not the MapController's), as a DecoratorController's attachments stay with their targets.
@@ -20,11 +22,11 @@ import threading
 
 from mapctl.instance import MapInstance, Options, UnknownResource, fingerprint
 from mapctl.spec import MAP_CONTROLLER, SpecError
-from reconcile import objects
-from reconcile.cluster import ObjectKey
+from reconcile import objects, readiness
+from reconcile.cluster import Obj, ObjectKey
 from reconcile.controller import Controller
 from reconcile.errors import ReconcileError, Terminal
-from reconcile.hooks import HookConfigError
+from reconcile.hooks import HookConfigError, HookRefused
 from reconcile.manager import Manager
 from reconcile.outcome import Done, Outcome
 
@@ -67,26 +69,34 @@ class MapControllers:
         if running is not None and running.fingerprint == fingerprint(obj):
             return Done()
         self._stop(key.name)
-        try:
-            instance = MapInstance(obj, cluster=self.manager.cluster, cache=self.manager.cache,
-                                   clock=self.manager.clock, metrics=self.manager.metrics, options=self.options)
-        except SpecError as err:
-            self.failed[key.name] = str(err)
-            raise InvalidMapController(f"Cannot create new controller: {err}") from None
-        except (UnknownResource, HookConfigError) as err:
-            self.failed[key.name] = str(err)
-            raise CreateError(f"Cannot create new controller: {err}") from None
+        instance = self._build(obj, key.name)
         with self._lock:
             self.running[key.name] = instance
             self.failed.pop(key.name, None)
         for controller in instance.controllers:
             self.manager.add(controller)
         log.info("MapController %s started: %s", key.name, ", ".join(c.name for c in instance.controllers))
+        readiness.record(self.manager.cluster, obj, None, now=self.manager.clock.time())
         return Done()
 
     def stop_all(self) -> None:
         for name in list(self.running):
             self._stop(name)
+
+    def _build(self, obj: Obj, name: str) -> MapInstance:
+        """The instance, or the error to raise (recorded in `failed` and on the Ready condition)."""
+        problem: ReconcileError
+        try:
+            return MapInstance(obj, cluster=self.manager.cluster, cache=self.manager.cache,
+                               clock=self.manager.clock, metrics=self.manager.metrics, options=self.options)
+        except (SpecError, HookRefused) as err:
+            self.failed[name] = str(err)
+            problem = InvalidMapController(f"Cannot create new controller: {err}")
+        except (UnknownResource, HookConfigError) as err:
+            self.failed[name] = str(err)
+            problem = CreateError(f"Cannot create new controller: {err}")
+        readiness.record(self.manager.cluster, obj, problem, now=self.manager.clock.time())
+        raise problem
 
     def _stop(self, name: str) -> None:
         with self._lock:

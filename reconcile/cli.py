@@ -8,12 +8,21 @@ Which controllers exist is the face's business (porchkit/cli.py passes `controll
 name -> "module:function", the function building a name's controllers from the Manager, as a
 parser default set before `add_commands`, whose `--controllers` help lists the names); this
 module only checks the names, builds the cluster, the manager and its health server, and runs.
+
+What hooks may do is the operator's decision, made here once (`hook_policy`): python hooks only
+from the module prefixes named by --python-hooks (none by default), and the Secrets and
+ConfigMaps of webhook TLS and credentials only from the namespaces named by --secret-namespaces
+(by default the manager's own). A factory whose controllers run hooks takes it as its
+`hook_policy` keyword (decorators.manager, mapctl.manager).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
+import logging
+import os
 import socket
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -23,6 +32,7 @@ from reconcile.errors import ReconcileError
 
 if TYPE_CHECKING:
     from reconcile.controller import Controller
+    from reconcile.hooks import HookPolicy
     from reconcile.manager import LeaderElection, Manager
 
 USER_ERRORS: tuple[type[BaseException], ...] = (ReconcileError,)
@@ -31,6 +41,9 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_LEADER_ELECTION_ID = "porchkit-manager"
 EVENT_COMPONENT = "porchkit-manager"  # source.component of the Events controllers record
+POD_NAMESPACE_VARIABLE = "POD_NAMESPACE"  # the pod's namespace, when the downward API sets it
+
+log = logging.getLogger("porchkit.manager")
 
 
 def add_commands(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +71,13 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                         help="on SIGTERM, how long reconciles in flight may take to finish (default 30)")
     parser.add_argument("--log-format", choices=("text", "json"), default="text", help="log format (default text)")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="log level (default info)")
+    security = parser.add_argument_group("what hooks may do (DecoratorControllers, MapControllers)")
+    security.add_argument("--python-hooks", metavar="PREFIX", action="append", default=[],
+                          help="run python hooks only if they are functions of modules under PREFIX, e.g. "
+                               "mycompany.hooks (repeatable or comma-separated; default: none, python hooks refused)")
+    security.add_argument("--secret-namespaces", metavar="NS", action="append",
+                          help="read the Secrets and ConfigMaps a webhook names for TLS and credentials only in NS "
+                               "(repeatable or comma-separated; default: the manager's own namespace; '' for none)")
     parser.set_defaults(run=run_manager)
 
 
@@ -72,14 +92,17 @@ def run_manager(args: argparse.Namespace) -> int:
     tune_for_controllers()
     names = selected_controllers(args.controllers, factories)
     address = None if args.health_addr in ("0", "") else _address(args.health_addr)
+    policy = hook_policy(args.python_hooks, args.secret_namespaces)
     logs.configure(args.log_format, args.log_level)
+    log.info("python hooks: %s; hook TLS material and credentials: %s", policy.describe_modules(),
+             policy.describe_namespaces())
     election = _leader_election(args)
     cluster = _cluster(args)
     try:
         events = EventRecorder(cluster, EVENT_COMPONENT, instance=socket.gethostname())
         manager = Manager(cluster, events=events, leader_election=election, grace_period=args.grace_period)
         for name in names:
-            for controller in build_controllers(factories[name], manager):
+            for controller in build_controllers(factories[name], manager, hook_policy=policy):
                 manager.add(controller)
         silence = health.DEFAULT_SILENCE if args.watch_silence is None else args.watch_silence
         server = health.for_manager(manager, address, silence=silence) if address is not None else None
@@ -113,13 +136,48 @@ def selected_controllers(requested: str | None, factories: Mapping[str, str]) ->
     return list(dict.fromkeys(names))
 
 
-def build_controllers(spec: str, manager: Manager) -> list[Controller]:
-    """Call the factory named by `spec` ("module:function") with the manager; it returns one
+def build_controllers(spec: str, manager: Manager, *, hook_policy: HookPolicy) -> list[Controller]:
+    """Call the factory named by `spec` ("module:function") with the manager, and with
+    `hook_policy` when it takes that keyword (its controllers run hooks); it returns one
     Controller or several."""
     module_name, _, function_name = spec.partition(":")
     factory = getattr(importlib.import_module(module_name), function_name)
-    built = factory(manager)
+    if "hook_policy" in inspect.signature(factory).parameters:
+        built = factory(manager, hook_policy=hook_policy)
+    else:
+        built = factory(manager)
     return list(built) if isinstance(built, Iterable) else [built]
+
+
+def hook_policy(python_hooks: Iterable[str], secret_namespaces: Iterable[str] | None) -> HookPolicy:
+    """The manager's HookPolicy from its flags (each value may hold several, comma-separated);
+    without --secret-namespaces, the manager's own namespace (`own_namespace`), if it has one.
+    ReconcileError for a prefix that is not a module name."""
+    from reconcile.hooks import HookPolicy
+
+    if secret_namespaces is None:
+        namespaces = [namespace] if (namespace := own_namespace()) else []
+    else:
+        namespaces = _split(secret_namespaces)
+    try:
+        return HookPolicy.for_manager(_split(python_hooks), namespaces)
+    except ValueError as err:
+        raise ReconcileError(f"--python-hooks: {err}") from None
+
+
+def own_namespace(account_file: Path = SERVICE_ACCOUNT_NAMESPACE, environ: Mapping[str, str] = os.environ) -> str:
+    """The namespace the manager runs in: its service account's (in a pod), else $POD_NAMESPACE,
+    else "" (outside a cluster)."""
+    if account_file.is_file():
+        namespace = account_file.read_text(encoding="utf-8").strip()
+        if namespace:
+            return namespace
+    return environ.get(POD_NAMESPACE_VARIABLE, "").strip()
+
+
+def _split(values: Iterable[str]) -> list[str]:
+    """Flag values, each possibly comma-separated, as one list of non-empty names."""
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
 
 
 def _check_flags(args: argparse.Namespace) -> None:

@@ -13,8 +13,9 @@ What porchkit's `... reconcile -f DIR` commands share (decorators.local, mapctl.
 * `for_display(obj)`: an object without the fields the server manages, for printing, and
   `in_key_order(objects)`: objects by kind and key, in the order they are printed;
 * `add_local_arguments(parser)` and `start_local_run(verbose)`: the flags those commands take
-  (`-f`, `--resolve` where there are webhooks to call, `-o`, `--timeout`, `-v`; porchvariant's
-  `variants reconcile` takes them too) and what they do before running.
+  (`-f`, `--resolve` and a note on what hooks may do where there are hooks to call, `-o`,
+  `--timeout`, `-v`; porchvariant's `variants reconcile` takes them too) and what they do before
+  running.
 
 Every problem is a `ManifestLoadError` naming the file and object: unreadable YAML, a document
 that is not an object, an object without apiVersion, kind or metadata, or of a kind nobody serves.
@@ -40,6 +41,12 @@ NAMESPACE = Kind("v1", "Namespace")
 CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
 KUSTOMIZATION_FILES = frozenset(("kustomization.yaml", "kustomization.yml", "Kustomization"))
 _SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
+LOCAL_HOOKS_NOTE = (
+    "Hooks run here with your rights, for your own manifests: a python hook may name a plain function "
+    "(\"package.module:function\") in any importable module, and a webhook's TLS and credentials may come from "
+    "Secrets in any namespace and go over plain http to a loopback address (127.0.0.1, ::1, localhost, after "
+    "--resolve). `porchkit manager` allows neither unless started with --python-hooks and --secret-namespaces, "
+    "and never sends credentials over plain http. Run this only on manifests you trust.")
 T = TypeVar("T")
 
 
@@ -144,10 +151,11 @@ def _ensure_namespace(cluster: Cluster, name: str) -> None:
 
 def add_local_arguments(parser: argparse.ArgumentParser, *, yaml_help: str, webhooks: bool = True) -> None:
     """The flags of a local `... reconcile` command; `yaml_help` says what `-o yaml` prints, and
-    `webhooks` adds `--resolve` for commands whose controllers call them."""
+    `webhooks` adds `--resolve` and LOCAL_HOOKS_NOTE for commands whose controllers call hooks."""
     parser.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="PATH",
                         help="a manifest file, a directory (read recursively), or - for stdin; repeatable")
     if webhooks:
+        parser.epilog = LOCAL_HOOKS_NOTE
         parser.add_argument("--resolve", action="append", default=[], metavar="HOST=ADDR",
                             help="call webhooks of HOST (as written in the URL, with or without :port) at ADDR "
                                  "(ip:port) instead, e.g. my-hook.default=127.0.0.1:8080; repeatable")

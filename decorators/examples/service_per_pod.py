@@ -18,6 +18,9 @@ declared by two containers is exposed once; a name used twice keeps its first po
 other gets `port-<number>`. A StatefulSet whose containers declare no port gets an error naming
 the field, since a Service needs one.
 
+A manager runs it when started with `--python-hooks decorators.examples` (as
+deploy/decorators-deployment.yaml starts it); the local preview runs it as it is.
+
 The decisions (`services_for`, `service_ports`) are pure functions over dicts. An invalid
 StatefulSet is a ValueError naming the field, which the hook client reports as the hook's error
 (a SyncError Event on the StatefulSet, and `porchkit decorators reconcile` exits 1).

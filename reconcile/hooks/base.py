@@ -10,6 +10,7 @@ The errors, all `ReconcileError`s:
                        function); str() is one line that reads well after "Sync error: "
     HookRetryAfter     the hook asked to be called again later (HTTP 429); `seconds` says when
     HookConfigError    a hook spec is invalid; `field` is the dotted path at fault
+      HookRefused      the spec asks for what the process's HookPolicy does not allow
 
 Response checking (`check_response`) follows Metacontroller's decoding: a field named in the
 shape must hold one of its types in both modes; strict mode also refuses unknown top-level fields
@@ -55,6 +56,13 @@ class HookConfigError(ReconcileError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+
+
+class HookRefused(HookConfigError):
+    """The spec asks for what the process's HookPolicy (policy.py) does not allow: code from a
+    module outside the allowed prefixes, or that is not a plain function named "module:function";
+    a credential from another namespace, or over plain http. Nothing was imported, read or sent;
+    only an edit of the spec (or a restart of the process with other flags) changes the answer."""
 
 
 class HookMetrics(Protocol):

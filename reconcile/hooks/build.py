@@ -8,6 +8,11 @@ webhook. Everything that can be checked is checked here, once: the version, dura
 TLS material and credentials (read from the cluster's Secrets and ConfigMaps), the imported
 function, the compiled pipeline. Errors are HookConfigErrors naming the field at fault.
 
+`policy` (a HookPolicy, policy.py) is the process's answer to what a spec may ask for: which
+modules a python hook may come from, which namespaces credentials may be read from, whether
+credentials may go over plain http to loopback. What it does not allow is a HookRefused (a
+HookConfigError) raised before any import, read or call.
+
 Strictness of response decoding: `responseUnMarshallMode` (loose or strict) inside `webhook`
 decides for a webhook; otherwise v1 hooks are loose and v2 hooks strict. Python and pipeline
 hooks follow the version only.
@@ -36,6 +41,7 @@ from reconcile.hooks.base import (
     mapping_at,
     string_at,
 )
+from reconcile.hooks.policy import HookPolicy
 from reconcile.hooks.python import build_python
 from reconcile.hooks.webhook import build_webhook
 
@@ -45,14 +51,15 @@ MODES = ("loose", "strict")
 
 
 def build_hook(spec: Mapping[str, Any] | None, *, field: str, controller: str, hook: str, shape: ResponseShape,
-               output_field: str, cluster: Cluster | None = None, endpoint_configs: Sequence[Mapping[str, Any]] = (),
-               resolve: Mapping[str, str] | None = None, metrics: HookMetrics | None = None,
-               clock: Clock = SYSTEM_CLOCK) -> Hook | None:
+               output_field: str, policy: HookPolicy, cluster: Cluster | None = None,
+               endpoint_configs: Sequence[Mapping[str, Any]] = (), resolve: Mapping[str, str] | None = None,
+               metrics: HookMetrics | None = None, clock: Clock = SYSTEM_CLOCK) -> Hook | None:
     """The hook `spec` (at `field`, e.g. "spec.hooks.sync") describes, or None when it is
     disabled. `controller` and `hook` label its metrics; `output_field` is where a pipeline puts
-    its outputs; `cluster` serves the Secrets and ConfigMaps a webhook's TLS and credentials name
-    (read now, once); `resolve` maps a URL's "host:port" or "host" to an address to connect to
-    instead; `clock` times ETag expiry and Retry-After dates. Raises HookConfigError."""
+    its outputs; `policy` says what the spec may ask for; `cluster` serves the Secrets and
+    ConfigMaps a webhook's TLS and credentials name (read now, once); `resolve` maps a URL's
+    "host:port" or "host" to an address to connect to instead; `clock` times ETag expiry and
+    Retry-After dates. Raises HookConfigError (HookRefused for what `policy` does not allow)."""
     if spec is None:
         return None
     if not isinstance(spec, Mapping):
@@ -71,12 +78,12 @@ def build_hook(spec: Mapping[str, Any] | None, *, field: str, controller: str, h
     if kind == "webhook":
         webhook = mapping_at(spec, "webhook", field) or {}
         return build_webhook(webhook, field=where, version=version, strict=_strict(webhook, version, where),
-                             shape=shape, instruments=instruments, cluster=cluster,
+                             shape=shape, instruments=instruments, policy=policy, cluster=cluster,
                              endpoint_configs=endpoint_configs, resolve=resolve, clock=clock)
     if kind == "python":
         python = mapping_at(spec, "python", field) or {}
         return build_python(python, field=where, version=version, strict=version == "v2", shape=shape,
-                            instruments=instruments)
+                            instruments=instruments, policy=policy)
     # Imported only when used: deltapipe takes a noticeable time to import.
     from reconcile.hooks.pipeline import build_pipeline
 

@@ -4,6 +4,15 @@
       sync:
         python: {function: "myhooks.decorate:sync", timeout: "5s"}
 
+Which functions may be named is the process's HookPolicy (policy.py): exactly "module:function",
+the module under a prefix the operator allowed (checked before the module is imported: importing
+runs its code), the function a plain `def` (or lambda) that module itself defines, under a name
+that does not begin with `_` (a hook module's helpers stay its own). Builtins, classes, callable
+objects, methods, attribute chains, relative and dunder module names, and functions a module
+merely imports from another are refused (HookRefused). A local run's policy allows any module,
+with the same rules for the rest: a hook that works in a preview works under a manager that
+allows its module.
+
 The function is imported once, when the hook is built, and called with the request (a mapping,
 the same JSON-shaped request a webhook would receive) from any number of threads at once; it
 returns the response as a dict, checked against the response shape like a webhook's body.
@@ -23,15 +32,19 @@ HookError naming the function.
 from __future__ import annotations
 
 import importlib
+import inspect
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
 from queue import SimpleQueue
+from types import ModuleType
 from typing import Any
 
+from reconcile import fencing
 from reconcile.hooks.base import (
     HookConfigError,
     HookError,
+    HookRefused,
     Instruments,
     ResponseShape,
     check_response,
@@ -39,48 +52,92 @@ from reconcile.hooks.base import (
     json_type,
     timeout_of,
 )
+from reconcile.hooks.policy import HookPolicy, is_module_name, is_plain_name
 from reconcile.patching import clone
 
 Function = Callable[[Any], Any]
 
 FIELDS = ("function", "timeout")
 MAX_THREADS = 16
+_MISSING = object()
 
 
 def build_python(python: Mapping[str, Any], *, field: str, version: str, strict: bool, shape: ResponseShape,
-                 instruments: Instruments) -> PythonHook:
+                 instruments: Instruments, policy: HookPolicy) -> PythonHook:
     """A PythonHook from a `python:` spec at `field`; HookConfigError naming the field at fault
-    (an unknown field, a function that cannot be imported)."""
+    (an unknown field, a function that cannot be imported), HookRefused when `policy` does not
+    allow the function."""
     for key in python:
         if key not in FIELDS:
             raise HookConfigError(f"{field}.{key}", f"unknown field (expected {', '.join(FIELDS)})")
     reference = python.get("function")
-    function = load_function(reference, f"{field}.function")
+    function = load_function(reference, f"{field}.function", policy)
     return PythonHook(function, target=str(reference), timeout=timeout_of(python, field), shape=shape,
                       version=version, strict=strict, instruments=instruments)
 
 
-def load_function(reference: Any, field: str) -> Function:
-    """The callable that "package.module:function" (or "module:Class.method") names."""
-    if not isinstance(reference, str) or reference.count(":") != 1 or not all(reference.split(":")):
-        shown = json_type(reference) if not isinstance(reference, str) else repr(reference)
-        raise HookConfigError(field, f"expected \"package.module:function\", got {shown}")
-    module_name, _, attribute = reference.partition(":")
-    try:
-        found: Any = importlib.import_module(module_name)
-    except ImportError as err:
-        raise HookConfigError(field, f"cannot import {module_name!r}: {err}") from None
-    except Exception as err:  # the module itself failed while being imported
-        raise HookConfigError(field, f"importing {module_name!r} raised {type(err).__name__}: {err}") from None
-    for part in attribute.split("."):
-        try:
-            found = getattr(found, part)
-        except AttributeError:
-            raise HookConfigError(field, f"module {module_name!r} has no attribute {attribute!r}") from None
-    if not callable(found):
-        raise HookConfigError(field, f"{reference} is not callable (found {type(found).__name__})")
+def load_function(reference: Any, field: str, policy: HookPolicy) -> Function:
+    """The plain function that "package.module:function" names, in a module `policy` allows.
+
+    The module is checked against the policy before it is imported (importing runs its code), and
+    the function is taken from the module's own namespace (no module `__getattr__`, no attribute
+    chains) and must be a `def` (or lambda) of that very module: not a builtin, a class, a callable
+    object, or a function another module defined and this one merely imports."""
+    module_name, function_name = parse_reference(reference, field)
+    if function_name.startswith("_"):
+        raise HookRefused(field, f"refused {reference!r}: a name beginning with _ is private to its module, not a hook")
+    if not policy.allows_module(module_name):
+        raise HookRefused(field, f"refused {reference!r}: python hooks may come from {policy.describe_modules()}")
+    module = _import(module_name, field)
+    found = vars(module).get(function_name, _MISSING)
+    if found is _MISSING:
+        raise HookConfigError(field, f"module {module_name!r} has no attribute {function_name!r}")
+    problem = _not_a_plain_function(found, module_name)
+    if problem:
+        raise HookRefused(field, f"refused {reference!r}: {problem}; a python hook is a function defined in the "
+                          "module named")
     function: Function = found
     return function
+
+
+def parse_reference(reference: Any, field: str) -> tuple[str, str]:
+    """("package.module", "function") from "package.module:function"; HookRefused for anything
+    else (a relative or dunder module, an attribute chain, a name that is not an identifier)."""
+    if isinstance(reference, str):
+        module_name, colon, function_name = reference.partition(":")
+        if colon and is_module_name(module_name) and is_plain_name(function_name):
+            return module_name, function_name
+    shown = repr(reference) if isinstance(reference, str) else json_type(reference)
+    raise HookRefused(field, f"expected \"package.module:function\" (an absolute module name and the name of a "
+                      f"function in it, nothing more), got {shown}")
+
+
+def _import(module_name: str, field: str) -> ModuleType:
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise HookConfigError(field, f"cannot import {module_name!r}: {err}") from None
+    except (Exception, SystemExit) as err:  # the module itself failed while being imported
+        raise HookConfigError(field, f"importing {module_name!r} raised {type(err).__name__}: {err}") from None
+    name = getattr(module, "__name__", None)
+    if not isinstance(module, ModuleType) or name != module_name:
+        # Something put another object in sys.modules under this name: the code that would run is
+        # not the module the name (and the policy) says.
+        got = f"module {name!r}" if isinstance(module, ModuleType) else f"a {type(module).__name__}"
+        raise HookRefused(field, f"refused: importing {module_name!r} gave {got}")
+    return module
+
+
+def _not_a_plain_function(found: Any, module_name: str) -> str:
+    """Why `found` is not a plain function defined in module `module_name`, or "" when it is one."""
+    if not inspect.isfunction(found):
+        name = "class" if inspect.isclass(found) else type(found).__name__
+        return f"it is {'an' if name[0] in 'aeiou' else 'a'} {name}, not a function"
+    if found.__module__ != module_name:
+        return f"it is a function of module {found.__module__!r}, which {module_name!r} only imports"
+    if inspect.iscoroutinefunction(found) or inspect.isgeneratorfunction(found) or inspect.isasyncgenfunction(found):
+        return "it is an async or generator function, which returns no answer when called"
+    return ""
 
 
 class PythonHook:
@@ -101,6 +158,7 @@ class PythonHook:
         self._instruments.started()
         started, code = time.perf_counter(), "error"
         try:
+            fencing.check()  # here, on the reconcile's thread: the pool's threads carry no guard
             task = self._workers.run(self._function, argument, self.timeout)
             if task is None:
                 code = "timeout"

@@ -12,6 +12,13 @@ them (hosts compare case-insensitively; ":443" for https and ":80" for http equa
 when a bundle is given) and the Authorization header. Secrets are not watched: a rotated
 certificate or token takes effect when the hook is built again (as in Metacontroller).
 
+What the process's HookPolicy (policy.py) allows is checked before anything is read: credentials
+(`authorization`, `basicAuth`, `clientTLS`) with a plain http:// URL are refused, unless the
+policy allows plain http to loopback and the address connected to (after `resolve`) is one; and
+every Secret or ConfigMap named (the CA bundle's included: reading one still tells whoever wrote
+the spec what exists) must be in a namespace the policy allows. A refusal is a HookRefused naming
+the field, and the object is never read.
+
 Promises: the private key touches the disk only for the moment `ssl` loads it, in a private
 temporary directory removed at once. Does not: open connections (webhook.py does).
 """
@@ -26,13 +33,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from reconcile.cluster import Cluster, Kind, ObjectKey
 from reconcile.errors import ApiError
-from reconcile.hooks.base import HookConfigError, json_type, mapping_at, string_at
+from reconcile.hooks.base import HookConfigError, HookRefused, json_type, mapping_at, string_at
+from reconcile.hooks.policy import HookPolicy
 
 ENDPOINT_CONFIGS_FIELD = "spec.endpointConfigs"
 SECURITY_FIELDS = ("caBundle", "clientTLS", "authorization", "basicAuth")
+CREDENTIAL_FIELDS = ("authorization", "basicAuth", "clientTLS")
 DEFAULT_PORTS = {"http": ":80", "https": ":443"}
 
 SECRET = Kind("v1", "Secret")
@@ -47,17 +57,33 @@ class Security:
     authorization: str | None = None
 
 
-def resolve_security(webhook: Mapping[str, Any], *, scheme: str, host: str, field: str,
-                     endpoint_configs: Sequence[Mapping[str, Any]] = (),
+def resolve_security(webhook: Mapping[str, Any], *, scheme: str, host: str, address: str, field: str,
+                     policy: HookPolicy, endpoint_configs: Sequence[Mapping[str, Any]] = (),
                      cluster: Cluster | None = None) -> Security:
-    """The TLS context and Authorization header for a webhook at `scheme://host`, from the webhook
-    spec (at `field`) or else from the matching endpoint config. Raises HookConfigError naming the
-    field at fault (a missing Secret, key or ConfigMap included)."""
+    """The TLS context and Authorization header for a webhook at `scheme://host`, reached at
+    `address` (the host connected to), from the webhook spec (at `field`) or else from the
+    matching endpoint config. Raises HookRefused when `policy` does not allow them, HookConfigError
+    naming the field at fault otherwise (a missing Secret, key or ConfigMap included)."""
     settings, where = webhook, field
     if not any(webhook.get(name) is not None for name in SECURITY_FIELDS):
         settings, where = match_endpoint_config(endpoint_configs, scheme=scheme, host=host)
-    reader = _Reader(cluster)
+    _refuse_plain_http_credentials(settings, where, scheme=scheme, host=host, address=address, policy=policy)
+    reader = _Reader(cluster, policy)
     return Security(_ssl_context(settings, where, reader), _authorization(settings, where, reader))
+
+
+def _refuse_plain_http_credentials(settings: Mapping[str, Any], where: str, *, scheme: str, host: str,
+                                   address: str, policy: HookPolicy) -> None:
+    """HookRefused when credentials would go over plain http to an address the policy does not
+    allow it for; decided before any Secret is read."""
+    named = [name for name in CREDENTIAL_FIELDS if settings.get(name) is not None]
+    if scheme == "https" or not named or policy.allows_plain_http_to(address):
+        return
+    hostname = urlsplit(f"//{host}").hostname or host
+    sent_to = "" if address == hostname else f" (sent to {address})"
+    allowed = "https (or, in a local run, plain http to a loopback address)" if policy.loopback_plain_http else "https"
+    raise HookRefused(f"{where}.{named[0]}", f"refused: credentials are sent only over {allowed}, not to "
+                      f"{scheme}://{host}{sent_to}; use an https:// URL")
 
 
 def match_endpoint_config(endpoint_configs: Sequence[Mapping[str, Any]], *, scheme: str,
@@ -192,10 +218,11 @@ def _basic_header(basic: Mapping[str, Any], field: str, reader: _Reader) -> str:
 
 
 class _Reader:
-    """Reads each referenced Secret or ConfigMap once per resolution."""
+    """Reads each referenced Secret or ConfigMap once per resolution, from the namespaces the
+    policy allows only."""
 
-    def __init__(self, cluster: Cluster | None) -> None:
-        self.cluster = cluster
+    def __init__(self, cluster: Cluster | None, policy: HookPolicy) -> None:
+        self.cluster, self.policy = cluster, policy
         self._seen: dict[tuple[Kind, ObjectKey], dict[str, Any]] = {}
 
     def secret_value(self, ref: Mapping[str, Any], key: str, field: str) -> bytes:
@@ -230,6 +257,9 @@ class _Reader:
         if not namespace:
             raise HookConfigError(f"{field}.namespace", f"required: the {kind.kind}'s namespace")
         key = ObjectKey(namespace, name)
+        if not self.policy.allows_namespace(namespace):
+            raise HookRefused(f"{field}.namespace", f"refused: {kind.kind} {key} is in namespace {namespace!r}; "
+                              f"hook TLS material and credentials are read from {self.policy.describe_namespaces()}")
         if (kind, key) in self._seen:
             return self._seen[kind, key]
         if self.cluster is None:

@@ -32,6 +32,9 @@ Differences from Metacontroller:
 - NaN and Infinity are refused, as Go's decoder refuses them.
 - Metrics are labelled by controller and hook, not by URL (see reconcile.metrics).
 - DNS lookups are not bounded by the timeout (use `resolve`, or IP addresses, to avoid them).
+- Credentials (authorization, basicAuth, clientTLS) are never sent over plain http, and the
+  Secrets and ConfigMaps a webhook names are read only from the namespaces the process's
+  HookPolicy allows (tls.py); Metacontroller sends any Secret it can read to any URL.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 from urllib.parse import SplitResult, urlsplit
 
+from reconcile import fencing
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Cluster
 from reconcile.hooks.base import (
@@ -66,6 +70,7 @@ from reconcile.hooks.base import (
     string_at,
     timeout_of,
 )
+from reconcile.hooks.policy import HookPolicy
 from reconcile.hooks.tls import Security, resolve_security
 
 MAX_IDLE_CONNECTIONS = 32
@@ -74,14 +79,16 @@ NOT_MODIFIED = (304, 412)
 
 
 def build_webhook(webhook: Mapping[str, Any], *, field: str, version: str, strict: bool, shape: ResponseShape,
-                  instruments: Instruments, cluster: Cluster | None = None,
+                  instruments: Instruments, policy: HookPolicy, cluster: Cluster | None = None,
                   endpoint_configs: Sequence[Mapping[str, Any]] = (), resolve: Mapping[str, str] | None = None,
                   clock: Clock = SYSTEM_CLOCK) -> WebhookHook:
-    """A WebhookHook from a `webhook:` spec at `field`; HookConfigError naming the field at fault."""
+    """A WebhookHook from a `webhook:` spec at `field`; HookConfigError naming the field at fault,
+    HookRefused when `policy` does not allow its credentials (see tls.py)."""
     url = webhook_url(webhook, field)
     parts = urlsplit(url)
-    security = resolve_security(webhook, scheme=parts.scheme, host=parts.netloc.rpartition("@")[2], field=field,
-                                endpoint_configs=endpoint_configs, cluster=cluster)
+    address, _ = connect_address(parts, resolve or {})
+    security = resolve_security(webhook, scheme=parts.scheme, host=parts.netloc.rpartition("@")[2], address=address,
+                                field=field, policy=policy, endpoint_configs=endpoint_configs, cluster=cluster)
     return WebhookHook(url, timeout=timeout_of(webhook, field), security=security,
                        etag=_etag_settings(webhook, field), shape=shape, version=version, strict=strict,
                        instruments=instruments, resolve=resolve, clock=clock)
@@ -219,6 +226,7 @@ class WebhookHook:
         try:
             if connection.sock is None:
                 connection.connect()
+            fencing.check()  # as late as possible: a replica that lost its Lease sends nothing
             connection.request("POST", self._path, body, dict(headers))
             response = connection.getresponse()
             data = response.read()
@@ -288,17 +296,24 @@ class _Endpoint:
     def of(cls, parts: SplitResult, security: Security, resolve: Mapping[str, str]) -> _Endpoint:
         host, https = parts.hostname or "", parts.scheme == "https"
         port = parts.port or (443 if https else 80)
-        netloc = parts.netloc.rpartition("@")[2].lower()
-        override = next((resolve[k] for k in (netloc, f"{host}:{port}", host) if k in resolve), None)
-        address = (host, port)
-        if override:
-            target = urlsplit(f"//{override}")
-            address = (target.hostname or host, target.port or port)
         context = None
         if https:
             context = security.ssl_context
             context.sslsocket_class = _DeadlineSSLSocket
-        return cls(host, port, address, context)
+        return cls(host, port, connect_address(parts, resolve), context)
+
+
+def connect_address(parts: SplitResult, resolve: Mapping[str, str]) -> tuple[str, int]:
+    """Where a call to the URL `parts` connects: its host and port, unless `resolve` maps its
+    "host:port" (as written, or with the scheme's default port) or "host" to another address."""
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    netloc = parts.netloc.rpartition("@")[2].lower()
+    override = next((resolve[k] for k in (netloc, f"{host}:{port}", host) if k in resolve), None)
+    if not override:
+        return host, port
+    target = urlsplit(f"//{override}")
+    return target.hostname or host, target.port or port
 
 
 class _Connection(http.client.HTTPConnection):

@@ -5,7 +5,8 @@
   started is killed after the test.
 * `stage` (a fixture) builds an `EmbeddedCluster` with the DecoratorController CRD and runs a
   manager with the DecoratorControllers' controller on it (`Decorators(manager, Options(...))`),
-  as `porchkit manager --controllers decorator` does; it is stopped after the test.
+  as `porchkit manager --controllers decorator` does (with MANAGER_POLICY); it is stopped after
+  the test.
 * helpers to read what the controllers left on the cluster (Events, metrics), to wait until a
   decorator is idle or a value stops changing, and to edit an object despite conflicts.
 
@@ -35,6 +36,7 @@ from reconcile import Conflict, Kind, ObjectKey
 from reconcile.cluster import Obj
 from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
+from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
 from tests.reconcile.support import Running, ScriptProcesses, eventually
 
@@ -42,6 +44,9 @@ HOOKSERVERS = Path(__file__).resolve().parent / "hookservers"
 DECORATOR_CONTROLLER = Kind("metacontroller.k8s.io/v1alpha1", "DecoratorController")
 EVENT = Kind("v1", "Event")
 WAIT = 10.0  # seconds: the longest any test waits for a condition
+# What the stage's manager lets hooks do, as `porchkit manager --python-hooks
+# tests.decorators.pyhooks,decorators.examples --secret-namespaces default` would.
+MANAGER_POLICY = HookPolicy.for_manager(["tests.decorators.pyhooks", "decorators.examples"], ["default"])
 
 __all__ = ["DECORATOR_CONTROLLER", "WAIT", "HookServer", "Stage", "closed_port", "decorator_controller",
            "eventually", "hook_server", "settled", "stage"]
@@ -93,7 +98,7 @@ class Stage:
         self.cluster.create(decorator_controller_crd())
         self.manager = Manager(self.cluster, events=EventRecorder(self.cluster, "porchkit-decorators"),
                                grace_period=5.0)
-        self.decorators = Decorators(self.manager, Options(resolve=dict(resolve)))
+        self.decorators = Decorators(self.manager, Options(resolve=dict(resolve), hook_policy=MANAGER_POLICY))
         self.manager.add(self.decorators.controller())
         self.running = Running(self.manager)
 

@@ -31,6 +31,7 @@ from decorators.supervisor import Decorators
 from reconcile import Cluster, Kind, ObjectKey
 from reconcile.errors import ApiError, NotFound
 from reconcile.events import EventRecorder
+from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,7 +97,8 @@ class Running:
 
     def __init__(self, cluster: Cluster, resolve: dict[str, str]) -> None:
         self.manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-decorators"), grace_period=5)
-        self.manager.add(Decorators(self.manager, Options(resolve=resolve)).controller())
+        options = Options(resolve=resolve, hook_policy=HookPolicy.for_manager(["tests.e2e.decorator_hooks"], []))
+        self.manager.add(Decorators(self.manager, options).controller())
         self.thread = threading.Thread(target=self.manager.run, name="decorators-e2e")
         self.thread.start()
 

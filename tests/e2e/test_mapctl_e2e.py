@@ -1,9 +1,10 @@
 """MapControllers against a real API server (`make e2e`), as `porchkit manager --controllers map` runs them.
 
 The MapController CRD comes from deploy/crds and the example CRDs from testdata/mapctl; the
-controllers run under `map_controllers(manager)` (mapctl.manager) on a KubeCluster, one manager
-per test, on a thread. Each test works in a namespace of its own and names its MapController
-uniquely (MapControllers are cluster-scoped, and every manager runs all of them).
+controllers run under `map_controllers(manager, hook_policy=...)` (mapctl.manager) on a
+KubeCluster, one manager per test, on a thread. Each test works in a namespace of its own and
+names its MapController uniquely (MapControllers are cluster-scoped, and every manager runs all
+of them).
 
 Checked against the real server: outputs created for the selected inputs only, owned by their
 parent and tagged with their input's map key; outputs deleted when their input stops being
@@ -37,6 +38,7 @@ from mapctl.spec import MAP_CONTROLLER
 from reconcile import Cluster, Conflict, Kind, NotFound, Obj, ObjectKey
 from reconcile.clock import SystemClock
 from reconcile.events import EventRecorder
+from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
 from tests.e2e.mapctl_hooks import FAIL_KEY, MIRROR_LABEL, MirrorHook
 
@@ -48,6 +50,8 @@ CONFIGMAP = Kind("v1", "ConfigMap")
 SERVICE = Kind("v1", "Service")
 PVC = Kind("v1", "PersistentVolumeClaim")
 EVENT = Kind("v1", "Event")
+# as deploy/mapctl-deployment.yaml starts the manager: --python-hooks mapctl.examples
+HOOK_POLICY = HookPolicy.for_manager(["mapctl.examples"], [])
 SERVICE_DIRECTORY = Kind("examples.porchkit.dev/v1alpha1", "ServiceDirectory")
 SNAPSHOT_SCHEDULE = Kind("examples.porchkit.dev/v1alpha1", "SnapshotSchedule")
 VOLUME_SNAPSHOT = Kind("snapshot.storage.k8s.io/v1", "VolumeSnapshot")
@@ -111,11 +115,12 @@ def crds(kubeconfig: str) -> None:
 
 
 class Running:
-    """`map_controllers(manager)` on the real server, as `porchkit manager --controllers map` runs it."""
+    """`map_controllers` on the real server, as `porchkit manager --controllers map --python-hooks mapctl.examples`
+    runs it."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-manager"), grace_period=5)
-        self.manager.add(map_controllers(self.manager))
+        self.manager.add(map_controllers(self.manager, hook_policy=HOOK_POLICY))
         self.thread = threading.Thread(target=self.manager.run, name="mapctl-e2e")
         self.thread.start()
 
@@ -294,6 +299,8 @@ def tombstones(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], list[st
     calls: list[tuple[list[str], list[str]]] = []
     original = snapshots.tombstone_snapshots
 
+    # wraps: a python hook must be a function of the module it names, and this one stands in for the example's
+    @functools.wraps(original)
     def recording(request: Mapping[str, Any]) -> dict[str, Any]:
         answer = original(request)
         offered = sorted((request.get("outputs") or {}).get(snapshots.SNAPSHOT_GROUP) or {})

@@ -3,7 +3,7 @@
 * `stage` (a fixture) builds an `EmbeddedCluster` with the MapController CRD and two CRDs of
   its own (`Bucket`, the parent kind, and `Gadget`, an output kind with a status), and runs a
   manager with the MapControllers' controller on it (`MapControllers(manager, Options(...))`), as
-  `porchkit manager --controllers map` does, on a thread; it is stopped after the test.
+  `porchkit manager --controllers map` does (with MANAGER_POLICY), on a thread; it is stopped after the test.
   `stage(clock=FakeClock())` runs everything on a fake clock (resyncs, back-off, settle delays):
   move it with `Stage.step_until`. The python hooks' records (tests/mapctl/pyhooks.py) are reset
   for each test.
@@ -42,6 +42,7 @@ from reconcile.clock import SYSTEM_CLOCK, Clock, FakeClock
 from reconcile.cluster import Obj, WatchEvent
 from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
+from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
 from tests.decorators.hooks_support import settled
 from tests.mapctl import pyhooks
@@ -50,6 +51,9 @@ from tests.reconcile.support import Running, ScriptProcesses, eventually, step_u
 HOOKSERVERS = Path(__file__).resolve().parent / "hookservers"
 WAIT = 10.0  # seconds: the longest any test waits for a condition
 STATUS_SETTLE = 0.1  # seconds from an input pass to its parent's status write, in tests
+# What the stage's manager lets hooks do, as `porchkit manager --python-hooks tests.mapctl.pyhooks,mapctl.examples
+# --secret-namespaces default` would.
+MANAGER_POLICY = HookPolicy.for_manager(["tests.mapctl.pyhooks", "mapctl.examples"], ["default"])
 
 CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
 NAMESPACE = Kind("v1", "Namespace")
@@ -225,7 +229,7 @@ class Stage:
         self.manager = Manager(seen, clock=clock, grace_period=5.0,
                                events=EventRecorder(self.cluster, "porchkit-mapctl", clock=clock))
         self.reports: list[tuple[str, Any, Any]] = []  # appended from worker threads (list.append is atomic)
-        self.maps = MapControllers(self.manager, Options(resolve=dict(resolve),
+        self.maps = MapControllers(self.manager, Options(resolve=dict(resolve), hook_policy=MANAGER_POLICY,
                                                          report=lambda *report: self.reports.append(report)))
         self.manager.add(self.maps.controller())
         self.running = Running(self.manager)

@@ -22,7 +22,7 @@ from mapctl.protocol import MAP_SHAPE, map_request, parse_map_response
 from mapctl.spec import MAP_CONTROLLER, MAX_PARALLELISM, SpecError, parse_map_controller
 from reconcile.cluster import Kind, ObjectKey
 from reconcile.embedded import EmbeddedCluster
-from reconcile.hooks import build_hook
+from reconcile.hooks import HookPolicy, build_hook
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "deploy" / "crds" / "porchkit.dev_mapcontrollers.yaml"
@@ -243,7 +243,7 @@ def test_the_snapshot_schedule_reads_back_unchanged_and_its_python_hook_answers(
     assert stored is not None and stored["spec"] == SNAPSHOT_SCHEDULE["spec"]
     spec = parse_map_controller(stored)
     hook = build_hook(spec.map_hook, field="spec.hooks.map", controller=spec.name, hook="map", shape=MAP_SHAPE,
-                      output_field="outputs")
+                      output_field="outputs", policy=HookPolicy.for_manager([__name__], []))
     assert hook is not None
     try:
         claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",

@@ -36,7 +36,7 @@ from mapctl.spec import MAP_CONTROLLER, parse_map_controller
 from reconcile import Kind
 from reconcile.clock import FakeClock
 from reconcile.embedded import EmbeddedCluster
-from reconcile.hooks import Hook, HookError, build_hook
+from reconcile.hooks import Hook, HookError, HookPolicy, build_hook
 from reconcile.objects import metadata
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,6 +44,9 @@ EXAMPLES = ROOT / "testdata" / "mapctl"
 SNAPSHOT_EXAMPLE = EXAMPLES / "snapshotschedule"
 SERVICE_EXAMPLE = EXAMPLES / "configmap-per-service"
 MANIFEST_FILES = sorted(EXAMPLES.rglob("*.yaml"))
+# The examples' hooks run under a manager started with --python-hooks mapctl.examples (as
+# deploy/mapctl-deployment.yaml starts it).
+EXAMPLES_POLICY = HookPolicy.for_manager(["mapctl.examples"], [])
 
 START = 1_700_000_000  # 2023-11-14T22:13:20Z
 HOUR, DAY = 3600, 86400
@@ -420,7 +423,8 @@ def built(hooks: list[Hook], directory: Path, name: str) -> Hook:
     controller = the_map_controller(directory)
     hook = build_hook(controller["spec"]["hooks"][name], field=f"spec.hooks.{name}",
                       controller=controller["metadata"]["name"], hook=name,
-                      shape=MAP_SHAPE if name == "map" else TOMBSTONE_SHAPE, output_field="outputs")
+                      shape=MAP_SHAPE if name == "map" else TOMBSTONE_SHAPE, output_field="outputs",
+                      policy=EXAMPLES_POLICY)
     assert hook is not None
     hooks.append(hook)
     return hook

@@ -23,6 +23,7 @@ import pytest
 from mapctl.crds import map_controller_crd
 from mapctl.examples import snapshots
 from mapctl.examples.snapshots import TAKEN_AT_ANNOTATION, parse_time
+from mapctl.instance import Options
 from mapctl.keys import CONTROLLER_LABEL, INPUT_ANNOTATION, MAP_KEY_LABEL
 from mapctl.parents import MAPPED_SUFFIX
 from mapctl.supervisor import MapControllers
@@ -31,6 +32,7 @@ from reconcile.clock import FakeClock
 from reconcile.cluster import Cluster, Obj
 from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
+from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
 from reconcile.manifests import load_manifests, read_manifests
 from reconcile.objects import controller_of
@@ -68,7 +70,8 @@ class Stage:
         load_manifests(self.cluster, read_manifests([example]))
         self.manager = Manager(seen_through(self.cluster), clock=clock, grace_period=5.0,
                                events=EventRecorder(self.cluster, "porchkit-mapctl", clock=clock))
-        self.maps = MapControllers(self.manager)
+        # as under `porchkit manager --python-hooks mapctl.examples` (deploy/mapctl-deployment.yaml)
+        self.maps = MapControllers(self.manager, Options(hook_policy=HookPolicy.for_manager(["mapctl.examples"], [])))
         self.manager.add(self.maps.controller())
         self.running = Running(self.manager)
 

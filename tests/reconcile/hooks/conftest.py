@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from reconcile.hooks import Hook, build_hook
+from reconcile.hooks import Hook, HookPolicy, build_hook
 from reconcile.patching import clone
 
 SERVER_SCRIPT = Path(__file__).resolve().parent / "servers" / "scripted.py"
@@ -90,12 +90,13 @@ def plain_fixture() -> Iterator[Server]:
 @pytest.fixture(name="make_hook")
 def make_hook_fixture() -> Iterator[Callable[..., Hook]]:
     """build_hook with the decorator's defaults (field spec.hooks.sync, controller demo, hook sync,
-    the decorator's response shape); every hook built is closed after the test."""
+    the decorator's response shape, a local run's policy); every hook built is closed after the test."""
     built: list[Hook] = []
 
     def make(spec: Mapping[str, Any], **options: Any) -> Hook:
         arguments: dict[str, Any] = {"field": "spec.hooks.sync", "controller": "demo", "hook": "sync",
-                                     "shape": DECORATOR_SHAPE, "output_field": "attachments", **options}
+                                     "shape": DECORATOR_SHAPE, "output_field": "attachments",
+                                     "policy": HookPolicy.local(), **options}
         hook = build_hook(spec, **arguments)
         assert hook is not None
         built.append(hook)

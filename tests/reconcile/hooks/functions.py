@@ -61,3 +61,12 @@ class Hooks:
     @staticmethod
     def nested(request: dict[str, Any]) -> dict[str, Any]:
         return {"labels": {"from": "Hooks.nested"}}
+
+
+calls: list[str] = []  # names of the requests `recording` was called with
+
+
+def recording(request: dict[str, Any]) -> dict[str, Any]:
+    """Records that it ran, for tests that check a hook was never called."""
+    calls.append(request["object"]["metadata"]["name"])
+    return {}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from reconcile import hooks
-from reconcile.hooks import Hook, HookConfigError, build_hook
+from reconcile.hooks import Hook, HookConfigError, HookPolicy, build_hook
 from tests.reconcile.hooks.conftest import DECORATOR_SHAPE
 
 MakeHook = Callable[..., Hook]
@@ -19,7 +19,7 @@ PYTHON = {"function": "tests.reconcile.hooks.functions:sync"}
 
 def build(spec: Any) -> Hook | None:
     return build_hook(spec, field="spec.hooks.finalize", controller="demo", hook="finalize", shape=DECORATOR_SHAPE,
-                      output_field="attachments")
+                      output_field="attachments", policy=HookPolicy.local())
 
 
 @pytest.mark.parametrize("spec", [None, {}, {"version": "v2"}, {"webhook": None}])

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reconcile.hooks import Hook, HookConfigError, HookError
+from reconcile.hooks import Hook, HookConfigError, HookError, HookRefused
 from tests.reconcile.hooks import functions
 from tests.reconcile.hooks.conftest import sync_request
 from tests.reconcile.support import eventually
@@ -41,8 +41,12 @@ def test_the_function_answers_the_request(make_hook: MakeHook) -> None:
                                          "labels": {"decorated": "yes"}}
 
 
-def test_a_dotted_attribute_names_a_function_in_a_class(make_hook: MakeHook) -> None:
-    assert python_hook(make_hook, "Hooks.nested").call(sync_request()) == {"labels": {"from": "Hooks.nested"}}
+def test_a_function_in_a_class_cannot_be_named_even_in_a_local_run(make_hook: MakeHook) -> None:
+    with pytest.raises(HookRefused) as raised:
+        python_hook(make_hook, "Hooks.nested")
+    assert str(raised.value) == (f"spec.hooks.sync.python.function: expected \"package.module:function\" (an "
+                                 f"absolute module name and the name of a function in it, nothing more), got "
+                                 f"'{MODULE}:Hooks.nested'")
 
 
 def test_the_function_gets_a_copy_of_the_request(make_hook: MakeHook) -> None:
@@ -65,8 +69,10 @@ def test_the_caller_gets_a_copy_of_the_answer(make_hook: MakeHook) -> None:
     ("tests.reconcile.hooks.nowhere:sync", "cannot import 'tests.reconcile.hooks.nowhere': No module named "
                                            "'tests.reconcile.hooks.nowhere'"),
     (f"{MODULE}:missing", f"module '{MODULE}' has no attribute 'missing'"),
-    (f"{MODULE}:NOT_A_FUNCTION", f"{MODULE}:NOT_A_FUNCTION is not callable (found int)"),
-    (f"{MODULE}.sync", f"expected \"package.module:function\", got '{MODULE}.sync'"),
+    (f"{MODULE}:NOT_A_FUNCTION", f"refused '{MODULE}:NOT_A_FUNCTION': it is an int, not a function; a python hook "
+                                 "is a function defined in the module named"),
+    (f"{MODULE}.sync", "expected \"package.module:function\" (an absolute module name and the name of a function "
+                       f"in it, nothing more), got '{MODULE}.sync'"),
 ])
 def test_a_function_that_cannot_be_loaded_is_a_config_error(function: str, message: str,
                                                             make_hook: MakeHook) -> None:

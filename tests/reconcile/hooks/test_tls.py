@@ -142,20 +142,20 @@ def test_basic_auth_sends_username_and_password(serve: Serve, secrets: EmbeddedC
 @pytest.mark.parametrize("kind", ["Basic", "basic", "BASIC"])
 def test_basic_as_an_authorization_type_is_refused(kind: str, secrets: EmbeddedCluster, make_hook: MakeHook) -> None:
     with pytest.raises(HookConfigError) as raised:
-        make_hook({"webhook": {"url": "http://h/sync", "authorization": {**BEARER, "type": kind}}}, cluster=secrets)
+        make_hook({"webhook": {"url": "https://h/sync", "authorization": {**BEARER, "type": kind}}}, cluster=secrets)
     assert raised.value.field == "spec.hooks.sync.webhook.authorization.type"
 
 
 def test_authorization_and_basic_auth_together_are_refused(secrets: EmbeddedCluster, make_hook: MakeHook) -> None:
     with pytest.raises(HookConfigError) as raised:
-        make_hook({"webhook": {"url": "http://h/sync", "authorization": BEARER, "basicAuth": BASIC}}, cluster=secrets)
+        make_hook({"webhook": {"url": "https://h/sync", "authorization": BEARER, "basicAuth": BASIC}}, cluster=secrets)
     assert str(raised.value) == "spec.hooks.sync.webhook: set either authorization or basicAuth, not both"
 
 
 def test_a_username_with_a_colon_is_refused(secrets: EmbeddedCluster, make_hook: MakeHook) -> None:
     swapped = {**BASIC, "usernameKey": "password", "passwordKey": "username"}
     with pytest.raises(HookConfigError, match="must not contain ':'"):
-        make_hook({"webhook": {"url": "http://h/sync", "basicAuth": swapped}}, cluster=secrets)
+        make_hook({"webhook": {"url": "https://h/sync", "basicAuth": swapped}}, cluster=secrets)
 
 
 # --- what cannot be read ---------------------------------------------------------------------
