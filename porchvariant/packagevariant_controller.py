@@ -11,7 +11,9 @@ Where this goes beyond Porch's controller (spec b.1-b.10), each for a pain its u
   upstream is Stalled too (Porch leaves Stalled False and retries). Both are re-examined when a
   Repository or a PackageRevision changes, so neither needs a back-off loop.
 * The in-cluster objects of the package's injection points are watched: editing an injected
-  ConfigMap produces a new draft (Porch notices only at the next unrelated event).
+  ConfigMap produces a new draft (Porch notices only at the next unrelated event). Secrets are
+  never read, even for an injection point of kind Secret (which has nothing to inject: injection
+  copies a ConfigMap's data or another kind's spec).
 * A draft whose mutations failed carries a False condition MUTATIONS_CONDITION and a readiness
   gate on it in its Kptfile, so it does not look approvable (nephio#615).
 * Drafts this controller creates are remembered until the cache shows them, so a reconcile that
@@ -26,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from porchvariant import injection
+from porchvariant.cel_view import is_secret_kind
 from porchvariant.downstream import (
     DownstreamPlan,
     clone_draft,
@@ -229,6 +232,8 @@ class PackageVariantController:
             return []
         found: list[Obj] = []
         for api_version, kind_name in injection.injection_point_types(files):
+            if is_secret_kind(api_version, kind_name):
+                continue  # never read: a Secret has no spec to inject, and its data must not reach git
             kind = Kind(api_version, kind_name)
             try:
                 self.cluster.resource(kind)

@@ -4,7 +4,9 @@ Reads the set, its namespace's PackageRevisions, Repositories and PackageVariant
 its objectSelectors name (all cached); writes the PackageVariants it generates (created, updated
 and deleted by their identity `<set>-<repo>-<package>`) and its status: Stalled, Ready, and
 `packageVariants`, one entry per generated PackageVariant with its downstream and whether it is
-Ready. The decisions live in validation.py and render.py (pure).
+Ready. Each new reason to be Stalled is also told once as a Warning Event on the set. The
+decisions live in validation.py and render.py (pure). A set is validated before any object it
+selects is read, so one that selects Secrets (refused) never starts an informer on them.
 
 Where this goes beyond Porch's controller (spec c.1-c.6):
 * Repositories and the kinds objectSelectors name are watched, so a newly labelled Repository or
@@ -12,6 +14,8 @@ Where this goes beyond Porch's controller (spec c.1-c.6):
 * A PackageVariant is updated only when what the set wants of it differs (Porch rewrites every
   one on every pass), and never deleted and re-created for a template edit.
 * `status.packageVariants` reports each target (Porch has no per-target status, nephio#646).
+* Secrets cannot be targets, and templates never see the annotations that hold a copy of an
+  object (cel_view.py): Porch lets a template copy a Secret's data into git.
 """
 
 from __future__ import annotations
@@ -84,6 +88,8 @@ class PackageVariantSetController:
             self._ensure(pvs, wanted)
         except (_Stalled, ApiError) as err:
             reason = err.reason if isinstance(err, _Stalled) else "UnexpectedError"
+            if isinstance(err, _Stalled):
+                self._tell(pvs, reason, str(err))  # an ApiError is told by the Controller, which retries it
             status["conditions"] = self._conditions(pvs, ("True", reason, str(err)), ("False", reason, str(err)))
             if reason == "NoMatchingTargets":
                 outcome = RequeueAfter(RECHECK_KINDS)  # nothing watches for a CRD that is yet to come
@@ -195,6 +201,16 @@ class PackageVariantSetController:
                      "message": str(condition.get("message") or "") if condition else "not reconciled yet"}
             out.append(entry)
         return out
+
+    def _tell(self, pvs: Obj, reason: str, message: str) -> None:
+        """A Warning Event for a problem the Stalled condition does not say yet: told once, not on
+        every pass (the same problem after another one is told again)."""
+        before = conditions.find(conditions.conditions_of(pvs), STALLED)
+        if before is not None and (before.get("status"), before.get("message")) == ("True", message):
+            return
+        events = self.controller.events if self.controller is not None else None
+        if events is not None:
+            events.record(PACKAGE_VARIANT_SET, ObjectKey.of(pvs), "Warning", reason, message)  # never raises
 
     def _conditions(self, pvs: Obj, stalled: tuple[Any, str, str], ready: tuple[Any, str, str]) -> list[dict[str, Any]]:
         out = (pvs.get("status") or {}).get("conditions")

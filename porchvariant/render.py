@@ -19,7 +19,8 @@ Deliberate differences from Porch, each because Porch's behaviour is a bug or an
   owner reference; Porch copies whatever the object carries.
 
 Does not: read or write the cluster, diff against existing PackageVariants, or set conditions
-(that is the controller's job); validate the set (validation reports those problems first).
+(that is the controller's job); validate the set (validation reports those problems first);
+decide what CEL sees of an object (cel_view.py: no Secrets, no annotation holding a copy of one).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from porchvariant import cel
+from porchvariant.cel_view import hidden_annotation_note, is_secret_kind, object_view, secret_target_message
 from porchvariant.errors import TemplateError
 from reconcile.errors import BadRequest
 from reconcile.patching import clone
@@ -115,7 +117,8 @@ def expand_targets(pvs: Obj, repositories: Sequence[Obj], target_objects: Sequen
     only objects in the set's namespace (or of a cluster-scoped kind: without one) count, in name
     order, and objectSelector.name is ignored as it is in Porch. A target with none of the three
     is skipped (validation reports it).
-    Raises TemplateError for a label selector that does not parse."""
+    Raises TemplateError for a label selector that does not parse, and for an objectSelector of
+    Secrets (validation refuses those first; see cel_view.py)."""
     spec, name = _spec(pvs), _metadata(pvs).get("name", "")
     namespace = _metadata(pvs).get("namespace", "")
     upstream_package = (spec.get("upstream") or {}).get("package", "")
@@ -135,6 +138,8 @@ def expand_targets(pvs: Obj, repositories: Sequence[Obj], target_objects: Sequen
         elif target.get("objectSelector") is not None:
             field, selector = f"spec.targets[{index}].objectSelector", target["objectSelector"]
             api_version, kind = selector.get("apiVersion", ""), selector.get("kind", "")
+            if is_secret_kind(api_version, kind):
+                raise TemplateError(secret_target_message(f"{field}.kind"), pvs=name)
         else:
             continue
         matcher = _label_selector(selector, field=field, pvs=name)
@@ -160,9 +165,9 @@ def render_package_variants(pvs: Obj, upstream: Obj | None, repositories: Sequen
     for repository in repositories:
         metadata = _metadata(repository)
         if metadata.get("namespace", "") == namespace:
-            view = views_by_id[id(repository)] = _view(repository)
+            view = views_by_id[id(repository)] = object_view(repository)
             repository_views.setdefault(metadata.get("name", ""), view)
-    upstream_view = _view(upstream) if upstream is not None else None
+    upstream_view = object_view(upstream) if upstream is not None else None
     wanted: dict[str, dict[str, Any]] = {}
     renderer: _Renderer | None = None
     for target in expand_targets(pvs, repositories, target_objects):
@@ -279,7 +284,7 @@ class _Renderer:
         if target.obj is None:
             target_view = {"repo": repo, "package": package}
         else:
-            target_view = self.views_by_id.get(id(target.obj)) or _view(target.obj)
+            target_view = self.views_by_id.get(id(target.obj)) or object_view(target.obj)
         variables: dict[str, Any] = {"repoDefault": repo, "packageDefault": package, "target": target_view}
         if self.upstream_view is not None:
             variables["upstream"] = self.upstream_view
@@ -364,7 +369,8 @@ class _Renderer:
             assert bound is not None, "bindings are made whenever an expression is left to evaluate"
             result = expr.compiled.evaluate(bound)
         except cel.CelError as err:
-            raise TemplateError(err.message, field=expr.field, target=target.description, pvs=self.pvs_name) from err
+            raise TemplateError(hidden_annotation_note(err.message), field=expr.field, target=target.description,
+                                pvs=self.pvs_name) from err
         if expr.constant:
             expr.result = result
         return result
@@ -480,15 +486,6 @@ def _label_selector(selector: Obj, *, field: str, pvs: str) -> LabelSelector:
         return parse_labels({key: selector[key] for key in ("matchLabels", "matchExpressions") if key in selector})
     except BadRequest as err:
         raise TemplateError(str(err), field=field, pvs=pvs) from err
-
-
-def _view(obj: Obj) -> dict[str, Any]:
-    """What CEL sees of an object: name, namespace, labels and annotations, never spec or status.
-
-    Missing labels or annotations are an empty map, as cel-go shows a nil Go map."""
-    metadata = _metadata(obj)
-    return {"name": metadata.get("name", ""), "namespace": metadata.get("namespace", ""),
-            "labels": metadata.get("labels") or {}, "annotations": metadata.get("annotations") or {}}
 
 
 def _metadata(obj: Obj) -> Obj:

@@ -16,6 +16,10 @@ Porch's rules then run in Porch's order and every problem is collected. "Present
 as a Go pointer or slice is non-nil: `repositorySelector: {}` is a target kind, `repositories: []`
 is one too (and an error of its own). Porch's in-memory defaults (adoptNone, delete) are applied
 to check the policies, never written back.
+
+One rule is porchkit's own, after Porch's for the same target: an objectSelector may not select
+Secrets (`spec.targets[i].objectSelector.kind: Secrets cannot be PackageVariantSet targets: ...`),
+since a template could copy their data into a package in git (see cel_view.py).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from porchvariant.api import (
     effective_deletion_policy,
     structural_schema,
 )
+from porchvariant.cel_view import is_secret_kind, secret_target_message
 
 __all__ = [
     "effective_adoption_policy",
@@ -223,6 +228,8 @@ def _target_problems(i: int, target: Mapping[str, Any]) -> list[str]:
             problems.append(f"spec.targets[{i}].objectselector.apiVersion cannot be empty")
         if not selector.get("kind"):
             problems.append(f"spec.targets[{i}].objectselector.kind cannot be empty")
+        elif is_secret_kind(selector.get("apiVersion"), selector.get("kind")):
+            problems.append(secret_target_message(f"spec.targets[{i}].objectSelector.kind"))
     if kinds != 1:
         problems.append(f"spec.targets[{i}] must specify one of `repositories`, `repositorySelector`, "
                         "or `objectSelector`")

@@ -168,6 +168,15 @@ PVS_CASES = [
       "spec.targets[0].objectselector.kind cannot be empty"]),
     ("object-selector-without-kind", pvs({"objectSelector": {"apiVersion": "v1", "kind": ""}}),
      ["spec.targets[0].objectselector.kind cannot be empty"]),
+    ("object-selector-of-secrets-is-refused",
+     pvs({"repositorySelector": {}}, {"objectSelector": {"apiVersion": "v1", "kind": "Secret"}}),
+     ["spec.targets[1].objectSelector.kind: Secrets cannot be PackageVariantSet targets: a template could "
+      "copy their data into a package in git"]),
+    ("object-selector-of-secrets-in-any-case", pvs({"objectSelector": {"apiVersion": "v1", "kind": "secret"}}),
+     ["spec.targets[0].objectSelector.kind: Secrets cannot be PackageVariantSet targets: a template could "
+      "copy their data into a package in git"]),
+    ("object-selector-of-another-groups-secret",
+     pvs({"objectSelector": {"apiVersion": "example.com/v1", "kind": "Secret"}}), []),
     ("two-kinds", pvs({"repositories": [{"name": "edge"}], "repositorySelector": {}}), [f"spec.targets[0] {ONE_OF}"]),
     ("three-kinds", pvs({"repositories": [], "repositorySelector": {}, "objectSelector": {}}),
      ["spec.targets[0].repositories must not be an empty list if specified",

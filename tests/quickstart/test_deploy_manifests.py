@@ -3,7 +3,7 @@
 The Deployment's arguments must be ones `porchkit manager` accepts, its probes must hit the
 endpoints the manager serves, and the RBAC must grant every request the controllers make: the
 Porch API calls are recorded from PorchClient itself, so a new call there fails here until the
-ClusterRole covers it.
+ClusterRole covers it. (tests/deploy/ checks that the RBAC grants nothing more.)
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EVENT
 from reconcile.leaderelection import LEASE
 from reconcile.manager import Manager
+from tests.deploy.rbac_model import cluster_role_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -37,8 +38,8 @@ PACKAGE_VARIANT_SET = Kind("config.porch.kpt.dev/v1alpha2", "PackageVariantSet")
 CONFIG_MAP = Kind("v1", "ConfigMap")
 DECORATOR_CONTROLLER = Kind("metacontroller.k8s.io/v1alpha1", "DecoratorController")
 MAP_CONTROLLER = Kind("porchkit.dev/v1alpha1", "MapController")
-# kinds a MapController may name: the proposal's parent and output
-SNAPSHOT_SCHEDULE = Kind("ark.example.com/v1alpha1", "SnapshotSchedule")
+# kinds a MapController may name: the example's parent and output (deploy/examples/mapctl-snapshotschedule.yaml)
+SNAPSHOT_SCHEDULE = Kind("examples.porchkit.dev/v1alpha1", "SnapshotSchedule")
 VOLUME_SNAPSHOT = Kind("snapshot.storage.k8s.io/v1", "VolumeSnapshot")
 PLURALS = {DECORATOR_CONTROLLER: "decoratorcontrollers", MAP_CONTROLLER: "mapcontrollers",
            PACKAGE_REVISION: "packagerevisions", PACKAGE_REVISION_RESOURCES: "packagerevisionresources",
@@ -52,12 +53,13 @@ CONTROLLER_REQUESTS = [
     # and Repositories; the set controller also watches the PackageVariants it owns
     *[(kind, "", verb) for kind in (PACKAGE_VARIANT, PACKAGE_VARIANT_SET, PACKAGE_REVISION, REPOSITORY)
       for verb in ("get", "list", "watch")],
-    (PACKAGE_VARIANT, "", "update"), (PACKAGE_VARIANT_SET, "", "update"),  # finalizers
+    (PACKAGE_VARIANT, "", "update"),  # its finalizer (sets have none: their PackageVariants are owned)
     (PACKAGE_VARIANT, "status", "update"), (PACKAGE_VARIANT_SET, "status", "update"),  # Stalled/Ready
     *[(PACKAGE_VARIANT, "", verb) for verb in ("get", "create", "update", "delete")],  # the set's variants
-    *[(CONFIG_MAP, "", verb) for verb in ("get", "list", "watch")],  # injection
     (EVENT, "", "create"), (EVENT, "", "patch"),  # reconcile/events.py: a repeat patches the count
 ]
+INJECTION_REQUESTS = [(CONFIG_MAP, "", verb) for verb in ("get", "list", "watch")]  # granted by deploy/examples
+LOCAL_ONLY = {"approve"}  # `porchkit variants reconcile --approve`; in a cluster a person approves
 LEADER_ELECTION_REQUESTS = [(LEASE, "", verb) for verb in ("get", "create", "update")]  # reconcile/leaderelection.py
 
 
@@ -91,8 +93,9 @@ class RecordingCluster:
         self.requests.append((kind, "", "delete"))
 
 
-def porch_client_requests() -> list[tuple[Kind, str, str]]:
-    """Every request PorchClient makes, each public method called once; fails if one is left out."""
+def porch_client_requests(*, leave_out: set[str] = LOCAL_ONLY) -> list[tuple[Kind, str, str]]:
+    """Every request PorchClient makes, each public method called once (but those `leave_out`
+    names); fails if one is left out of `calls`."""
     cluster = RecordingCluster()
     client = PorchClient(cluster)  # type: ignore[arg-type]
     revision = {"apiVersion": PACKAGE_REVISION.api_version, "kind": PACKAGE_REVISION.kind,
@@ -115,8 +118,9 @@ def porch_client_requests() -> list[tuple[Kind, str, str]]:
     }
     public = {name for name, _ in inspect.getmembers(PorchClient, inspect.isfunction) if not name.startswith("_")}
     assert public == set(calls), f"PorchClient methods not exercised here: {sorted(public - set(calls))}"
-    for call in calls.values():
-        call()
+    for name, call in calls.items():
+        if name not in leave_out:
+            call()
     return cluster.requests
 
 
@@ -177,18 +181,23 @@ def test_kubectl_kustomize_builds_the_whole_install() -> None:
         ("Namespace", NAMESPACE), ("ServiceAccount", SERVICE_ACCOUNT),
         ("CustomResourceDefinition", "packagevariants.config.porch.kpt.dev"),
         ("CustomResourceDefinition", "packagevariantsets.config.porch.kpt.dev"),
-        ("ClusterRole", "porchkit-variants"), ("ClusterRoleBinding", "porchkit-variants"),
+        ("ClusterRole", "porchkit-variants"), ("ClusterRole", "porchkit-variants-controller"),
+        ("ClusterRoleBinding", "porchkit-variants"),
         ("Role", "porchkit-leader-election"), ("RoleBinding", "porchkit-leader-election"),
         ("Deployment", "porchkit-variants"),
         ("CustomResourceDefinition", "decoratorcontrollers.metacontroller.k8s.io"),
         ("ServiceAccount", "porchkit-decorators"),
-        ("ClusterRole", "porchkit-decorators"), ("ClusterRoleBinding", "porchkit-decorators"),
+        ("ClusterRole", "porchkit-decorators"), ("ClusterRole", "porchkit-decorators-controller"),
+        ("ClusterRoleBinding", "porchkit-decorators"),
         ("Role", "porchkit-decorators-leader-election"), ("RoleBinding", "porchkit-decorators-leader-election"),
+        ("Role", "porchkit-decorators-hook-credentials"), ("RoleBinding", "porchkit-decorators-hook-credentials"),
         ("Deployment", "porchkit-decorators"),
         ("CustomResourceDefinition", "mapcontrollers.porchkit.dev"),
         ("ServiceAccount", "porchkit-mapctl"),
-        ("ClusterRole", "porchkit-mapctl"), ("ClusterRoleBinding", "porchkit-mapctl"),
+        ("ClusterRole", "porchkit-mapctl"), ("ClusterRole", "porchkit-mapctl-controller"),
+        ("ClusterRoleBinding", "porchkit-mapctl"),
         ("Role", "porchkit-mapctl-leader-election"), ("RoleBinding", "porchkit-mapctl-leader-election"),
+        ("Role", "porchkit-mapctl-hook-credentials"), ("RoleBinding", "porchkit-mapctl-hook-credentials"),
         ("Deployment", "porchkit-mapctl"),
     ])
 
@@ -205,7 +214,7 @@ def test_the_decorators_deployment_runs_the_decorator_controller_under_its_own_a
     docs = load("decorators-rbac.yaml")
     binding = find(docs, "ClusterRoleBinding", "porchkit-decorators")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "porchkit-decorators", "namespace": NAMESPACE}]
-    rules = find(docs, "ClusterRole", "porchkit-decorators")["rules"]
+    rules = cluster_role_rules(docs, "porchkit-decorators")
     for verb in ("get", "list", "watch", "update"):
         assert allows(rules, DECORATOR_CONTROLLER, "", verb)
     assert allows(rules, EVENT, "", "create") and allows(rules, EVENT, "", "patch")
@@ -229,7 +238,7 @@ def test_the_mapctl_deployment_runs_the_map_controller_under_its_own_account() -
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
 
 
-def test_the_mapctl_role_covers_map_controllers_events_and_any_parent_input_or_output() -> None:
+def test_the_mapctl_role_covers_map_controllers_and_events_and_the_example_its_parent_input_and_output() -> None:
     docs = load("mapctl-rbac.yaml")
     account = find(docs, "ServiceAccount", "porchkit-mapctl")
     assert account["metadata"]["namespace"] == NAMESPACE
@@ -239,12 +248,14 @@ def test_the_mapctl_role_covers_map_controllers_events_and_any_parent_input_or_o
         assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": kind.removesuffix("Binding"),
                                       "name": name}
         assert binding["subjects"] == subjects
-    rules = find(docs, "ClusterRole", "porchkit-mapctl")["rules"]
-    for verb in ("get", "list", "watch", "update", "patch"):
+    rules = cluster_role_rules(docs, "porchkit-mapctl")
+    for verb in ("get", "list", "watch"):
         assert allows(rules, MAP_CONTROLLER, "", verb)
-    assert allows(rules, MAP_CONTROLLER, "status", "update") and allows(rules, MAP_CONTROLLER, "status", "patch")
+    assert allows(rules, MAP_CONTROLLER, "status", "patch")  # reconcile/readiness.py
     assert allows(rules, EVENT, "", "create") and allows(rules, EVENT, "", "patch")
-    for verb in ("get", "list", "watch", "create", "update", "patch", "delete"):
+    assert not allows(rules, VOLUME_SNAPSHOT, "", "list")  # the administrator grants the kinds...
+    rules = cluster_role_rules(docs + load("examples/mapctl-snapshotschedule.yaml"), "porchkit-mapctl")
+    for verb in ("get", "list", "watch", "create", "update", "patch", "delete"):  # ...as the example does
         assert allows(rules, VOLUME_SNAPSHOT, "", verb)
     assert allows(rules, SNAPSHOT_SCHEDULE, "status", "update")  # a parent's aggregated status
     role = find(docs, "Role", "porchkit-mapctl-leader-election")
@@ -291,15 +302,22 @@ def test_the_container_runs_as_non_root_on_a_read_only_root_filesystem() -> None
 
 
 def test_the_cluster_role_grants_every_request_the_controllers_make() -> None:
-    rules = find(load("rbac.yaml"), "ClusterRole", "porchkit-variants")["rules"]
+    rules = cluster_role_rules(load("rbac.yaml"), "porchkit-variants")
     needed = porch_client_requests() + CONTROLLER_REQUESTS
     missing = [(kind.group, resource_of(kind, sub), verb) for kind, sub, verb in needed
                if not allows(rules, kind, sub, verb)]
     assert missing == []
+    assert not any(allows(rules, kind, sub, verb) for kind, sub, verb in porch_client_requests(leave_out=set())
+                   if sub == "approval")
+    assert not any(allows(rules, kind, sub, verb) for kind, sub, verb in INJECTION_REQUESTS)
+    example = cluster_role_rules(load("rbac.yaml") + load("examples/variants-targets-and-injection.yaml"),
+                                 "porchkit-variants")
+    assert all(allows(example, kind, sub, verb) for kind, sub, verb in INJECTION_REQUESTS)
 
 
 def test_the_cluster_role_writes_nothing_beyond_the_kinds_the_controllers_own() -> None:
-    rules = find(load("rbac.yaml"), "ClusterRole", "porchkit-variants")["rules"]
+    rules = cluster_role_rules(load("rbac.yaml") + load("examples/variants-targets-and-injection.yaml"),
+                               "porchkit-variants")
     for rule in rules:
         if "*" in rule["apiGroups"] or "*" in rule["resources"]:
             assert set(rule["verbs"]) <= {"get", "list", "watch"}, rule
@@ -312,7 +330,7 @@ def test_leader_election_is_granted_in_its_own_namespace_only() -> None:
     role = find(docs, "Role", "porchkit-leader-election")
     assert role["metadata"]["namespace"] == NAMESPACE
     assert all(allows(role["rules"], kind, sub, verb) for kind, sub, verb in LEADER_ELECTION_REQUESTS)
-    assert not any(allows(find(docs, "ClusterRole", "porchkit-variants")["rules"], kind, sub, verb)
+    assert not any(allows(cluster_role_rules(docs, "porchkit-variants"), kind, sub, verb)
                    for kind, sub, verb in LEADER_ELECTION_REQUESTS if verb != "get")
 
 

@@ -1,0 +1,189 @@
+"""The PackageVariantSet Secret attack on a real API server (`make e2e`), with the controllers running
+as deploy/'s ServiceAccount `porchkit` under deploy/'s RBAC.
+
+The attack: a set whose objectSelector picks Secrets, and a template copying
+`kubectl.kubernetes.io/last-applied-configuration` (which holds a Secret's data, or any applied
+object's spec) into the package context of a committed draft. Here the set is refused: Stalled
+with one line naming `spec.targets[0].objectSelector.kind`, told as a Warning Event, and no
+PackageVariant and no draft is made. A template reading the annotation on an object it may select
+(a ConfigMap, once an administrator grants ConfigMaps through the aggregation label, as
+deploy/examples/variants-targets-and-injection.yaml does) finds no such key, and says why.
+
+As in test_variants_e2e.py, Porch is not installed on the e2e server: `porch.kpt.dev` is served by
+the embedded Porch from git repositories in a temporary folder, joined by a RoutedCluster. Every
+other request (sets, variants, Repositories, Events, the Lease) goes to the real server with the
+ServiceAccount's token, so these tests also show that the shipped ClusterRole is enough for the
+controllers to work: a set with a repositorySelector fans out, and its variants become Ready.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from porchvariant.embedded.gitrepo import GitPackageRepository
+from porchvariant.embedded.porch import EmbeddedPorch
+from porchvariant.manager import package_variant_controllers, package_variant_set_controllers
+from porchvariant.packagevariant_controller import PACKAGE_VARIANT
+from porchvariant.packagevariantset_controller import PACKAGE_VARIANT_SET
+from reconcile import Cluster, EmbeddedCluster, Kind, ObjectKey, conditions
+from reconcile.events import EventRecorder
+from reconcile.manager import LeaderElection, Manager
+from reconcile.routing import RoutedCluster
+from tests.deploy.rbac_model import NAMESPACE, cluster_role_rules, load, shipped
+from tests.e2e.rbac_support import ShippedRbac, cluster_as, eventually
+from tests.e2e.test_variants_e2e import variant_crds  # noqa: F401 - a fixture
+from tests.porchvariant.variants_support import Repos
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+PASSWORD = "hunter2"
+REFUSED = ("spec.targets[0].objectSelector.kind: Secrets cannot be PackageVariantSet targets: a template could "
+           "copy their data into a package in git")
+EVENT = Kind("v1", "Event")
+REPOSITORY = Kind("config.porch.kpt.dev/v1alpha1", "Repository")
+EXAMPLE = "examples/variants-targets-and-injection.yaml"
+
+
+@pytest.fixture
+def rbac(cluster: Cluster) -> Iterator[ShippedRbac]:
+    """deploy/'s RBAC and the variants example (ConfigMaps as set targets), aggregated."""
+    applied = ShippedRbac(cluster)
+    docs = shipped() + load(EXAMPLE)
+    applied.apply(docs)
+    wanted = cluster_role_rules(docs, "porchkit-variants")
+    eventually(lambda: all(rule in applied.aggregated_rules("porchkit-variants") for rule in wanted),
+               what="the aggregated rules of porchkit-variants")
+    yield applied
+    applied.clean_up()
+
+
+class ControllersAsServiceAccount:
+    """Both controllers, authenticated as system:serviceaccount:porchkit-system:porchkit, leading
+    through the Lease porchkit-variants in porchkit-system, with Events on."""
+
+    def __init__(self, kubeconfig: str, admin: Cluster, repos: Repos, namespace: str) -> None:
+        self.admin, self.repos, self.namespace = admin, repos, namespace
+        self.kube = cluster_as(kubeconfig, "porchkit")
+        self.embedded = EmbeddedCluster()
+        self.embedded.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        self.porch = EmbeddedPorch(self.embedded, repositories_from=admin, announce_every=0.2)
+        routed = RoutedCluster(self.kube, {"porch.kpt.dev": self.embedded})
+        self.manager = Manager(routed, events=EventRecorder(routed, "porchkit-variants"),
+                               leader_election=LeaderElection(NAMESPACE, "porchkit-variants", retry_period=0.5))
+        self.manager.add(package_variant_controllers(self.manager))
+        self.manager.add(package_variant_set_controllers(self.manager))
+        self.thread = threading.Thread(target=self.manager.run, name="variants-as-service-account")
+        self.thread.start()
+        for repository in repos.repositories():
+            admin.create({**repository, "metadata": {**repository["metadata"], "namespace": namespace}})
+
+    def stop(self) -> None:
+        self.manager.stop()
+        self.thread.join(30)
+        self.porch.close()
+        self.embedded.close()
+        self.kube.close()  # type: ignore[attr-defined]
+
+    def get(self, kind: Kind, name: str) -> dict[str, Any] | None:
+        return self.admin.get(kind, ObjectKey(self.namespace, name))
+
+    def stalled(self, name: str) -> dict[str, Any] | None:
+        found = conditions.find(conditions.conditions_of(self.get(PACKAGE_VARIANT_SET, name) or {}), "Stalled")
+        return dict(found) if found is not None and found.get("status") == "True" else None
+
+    def warnings(self, name: str) -> list[dict[str, Any]]:
+        return [e for e in self.admin.list(EVENT, namespace=self.namespace).items
+                if e["involvedObject"].get("kind") == "PackageVariantSet" and e["involvedObject"]["name"] == name
+                and e["type"] == "Warning"]
+
+    def git_text(self) -> str:
+        out = []
+        for path in self.repos.deployments.values():
+            with GitPackageRepository(path) as git:
+                out += [t for r in git.list_revisions() for t in git.read_resources(r).values()]
+        return "\n".join(out)
+
+
+@pytest.fixture
+def controllers(kubeconfig: str, cluster: Cluster, namespace: str, tmp_path: Path, variant_crds: None,  # noqa: F811
+                rbac: ShippedRbac) -> Iterator[ControllersAsServiceAccount]:
+    running = ControllersAsServiceAccount(kubeconfig, cluster, Repos(tmp_path, deployments=("prod", "dev")), namespace)
+    yield running
+    running.stop()
+
+
+def applied(namespace: str, kind: str, name: str, **fields: Any) -> dict[str, Any]:
+    """An object as `kubectl apply` leaves it: its whole manifest in an annotation."""
+    manifest = {"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": namespace}, **fields}
+    return {**manifest, "metadata": {**manifest["metadata"], "labels": {"team": "edge"},
+                                     "annotations": {LAST_APPLIED: json.dumps(manifest)}}}
+
+
+def leaking_set(namespace: str, kind: str) -> dict[str, Any]:
+    return {"apiVersion": "config.porch.kpt.dev/v1alpha2", "kind": "PackageVariantSet",
+            "metadata": {"name": "leak", "namespace": namespace},
+            "spec": {"upstream": {"repo": "catalog", "package": "web", "revision": 1},
+                     "targets": [{"objectSelector": {"apiVersion": "v1", "kind": kind, "matchLabels": {"team": "edge"}},
+                                  "template": {"downstream": {"repoExpr": "target.name"},
+                                               "packageContext": {"dataExprs": [
+                                                   {"key": "copied",
+                                                    "valueExpr": f"target.annotations['{LAST_APPLIED}']"}]}}}]}}
+
+
+def test_a_set_selecting_secrets_is_refused_with_a_condition_and_an_event_and_creates_nothing(
+        controllers: ControllersAsServiceAccount) -> None:
+    admin, namespace = controllers.admin, controllers.namespace
+    admin.create(applied(namespace, "Secret", "prod", stringData={"password": PASSWORD}))
+    admin.create(leaking_set(namespace, "Secret"))
+
+    condition = eventually(lambda: controllers.stalled("leak"), what="the set Stalled")
+    assert (condition["reason"], condition["message"]) == ("ValidationError", REFUSED)
+    [event] = eventually(lambda: controllers.warnings("leak"), what="a Warning Event on the set")
+    assert (event["reason"], event["message"], event["source"]["component"]) == (
+        "ValidationError", REFUSED, "porchkit-variants")
+    assert admin.list(PACKAGE_VARIANT, namespace=namespace).items == []
+    assert controllers.git_text() == ""  # no draft anywhere
+
+
+def test_a_template_copying_last_applied_configuration_finds_no_such_key(
+        controllers: ControllersAsServiceAccount) -> None:
+    admin, namespace = controllers.admin, controllers.namespace
+    admin.create(applied(namespace, "ConfigMap", "prod", data={"password": PASSWORD}))
+    admin.create(leaking_set(namespace, "ConfigMap"))
+
+    # (UpstreamNotFound comes first, until the embedded Porch has announced the catalog's revisions)
+    condition = eventually(lambda: (found := controllers.stalled("leak")) and "valueExpr" in found["message"] and found,
+                           what="the set Stalled on its template")
+    assert condition["reason"] == "UnexpectedError" and condition["message"].endswith(
+        f"template.packageContext.dataExprs[0].valueExpr: no such key: {LAST_APPLIED} (templates never see this "
+        "annotation: it holds a copy of the object or a credential; see docs/variants.md)")
+    assert admin.list(PACKAGE_VARIANT, namespace=namespace).items == []
+    assert PASSWORD not in controllers.git_text()
+
+
+def test_under_the_shipped_role_a_set_fans_out_and_its_variants_become_ready(
+        controllers: ControllersAsServiceAccount) -> None:
+    admin, namespace = controllers.admin, controllers.namespace
+    for repo in ("prod", "dev"):
+        live = admin.get(REPOSITORY, ObjectKey(namespace, repo))
+        assert live is not None
+        admin.update({**live, "metadata": {**live["metadata"], "labels": {"tier": "edge"}}})
+    admin.create({"apiVersion": "config.porch.kpt.dev/v1alpha2", "kind": "PackageVariantSet",
+                  "metadata": {"name": "web", "namespace": namespace},
+                  "spec": {"upstream": {"repo": "catalog", "package": "web", "revision": 1},
+                           "targets": [{"repositorySelector": {"matchLabels": {"tier": "edge"}}}]}})
+
+    def reported() -> list[dict[str, Any]] | None:
+        pvs = controllers.get(PACKAGE_VARIANT_SET, "web")
+        entries = ((pvs or {}).get("status") or {}).get("packageVariants") or []
+        return entries if len(entries) == 2 and all(e["ready"] == "True" for e in entries) else None
+
+    entries = eventually(reported, what="two Ready variants")
+    assert sorted(e["repo"] for e in entries) == ["dev", "prod"]
+    lease = admin.get(Kind("coordination.k8s.io/v1", "Lease"), ObjectKey(NAMESPACE, "porchkit-variants"))
+    assert lease is not None and lease["spec"]["holderIdentity"]
