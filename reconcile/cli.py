@@ -56,9 +56,12 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                         "~/.kube/config, or the in-cluster service account)")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument("--embedded", action="store_true", help="run on the embedded, in-process API server")
-    parser.add_argument("--state", metavar="DIR", type=Path, help="with --embedded: keep its objects in DIR")
+    parser.add_argument("--state", metavar="DIR", type=Path,
+                        help="with --embedded: keep its objects in DIR, which this process then holds alone "
+                             "(a second process on DIR is refused)")
     parser.add_argument("--leader-elect", action="store_true",
-                        help="run only while holding a coordination.k8s.io/v1 Lease (one active replica)")
+                        help="run only while holding a coordination.k8s.io/v1 Lease (one active replica; past "
+                             "its renew deadline a replica makes no write and no hook call)")
     parser.add_argument("--leader-election-namespace", metavar="NS",
                         help="namespace of the Lease (default: the pod's own namespace)")
     parser.add_argument("--leader-election-id", metavar="NAME", default=DEFAULT_LEADER_ELECTION_ID,
