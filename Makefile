@@ -67,7 +67,7 @@ lint: setup lock-check
 	$(VENV)/bin/mypy deltapipe krmfn porchkit porchvariant reconcile decorators mapctl
 	$(VENV)/bin/deptry .
 
-# lock/dev.txt, lock/runtime.txt and lock/uv.txt from pyproject.toml (see lock/README.md).
+# Every lock file (lock/*.txt) from pyproject.toml and lock/*.in (see lock/README.md).
 lock: $(UV)
 	bash lock/lock.sh compile $(UV)
 

@@ -1,6 +1,6 @@
-"""The attacks on hooks found on a real cluster (docs/security.md), as DecoratorControllers, and
-the traps that show whether one got through. Shared by test_hook_policy.py (embedded cluster)
-and tests/e2e/test_security_hooks_e2e.py (a real API server).
+"""The attacks on hooks found on a real cluster (docs/security.md), as DecoratorControllers, the
+manager they are made against, and the traps that show whether one got through. Shared by
+test_hook_policy.py (embedded cluster) and tests/e2e/test_security_hooks_e2e.py (a real API server).
 
 * `subprocess:Popen` is called with the request, a dict: Popen runs `list(request)[0]`, the
   program named `controller`, from PATH. `PathTrap` puts programs of the request's key names
@@ -8,8 +8,12 @@ and tests/e2e/test_security_hooks_e2e.py (a real API server).
 * `builtins:print` writes the target into the manager's log: the target carries `LEAK_MARK`.
 * `builtins:__dict__.update` merges the request into the builtins (`object` becomes the target).
 * a webhook whose `authorization.secretRef` names a Secret in kube-system, over plain http to
-  a server of the attacker's: `RecordingServer` counts the requests it gets and keeps their
-  Authorization headers.
+  a server of the attacker's (tests.reconcile.support.RecordingServer, which keeps every request
+  it gets).
+
+`manager_under_attack` builds the manager as `porchkit manager --controllers decorator
+--python-hooks tests.decorators.pyhooks --secret-namespaces NS` builds it; a refused
+DecoratorController shows as `refusal` (its condition and Event), the `good()` one as `attached`.
 """
 
 from __future__ import annotations
@@ -17,14 +21,19 @@ from __future__ import annotations
 import builtins
 import os
 import stat
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from decorators.spec import DECORATOR_CONTROLLER
+from porchkit.cli import CONTROLLERS
+from reconcile import Cluster, Kind, ObjectKey, conditions
+from reconcile.cli import build_controllers, hook_policy
 from reconcile.cluster import Obj
+from reconcile.events import EventRecorder
+from reconcile.manager import Manager
 from tests.decorators.hooks_support import decorator_controller
 
 REQUEST_KEYS = ("controller", "object", "attachments", "related", "finalizing")
@@ -32,6 +41,8 @@ LEAK_MARK = "leaked-if-printed-7f3a9c"
 SELECTED = {"hostile-demo": "yes"}
 FIELD = "spec.hooks.sync.python.function"
 SECRET_FIELD = "spec.hooks.sync.webhook.authorization"
+CONFIGMAP = Kind("v1", "ConfigMap")
+EVENT = Kind("v1", "Event")
 
 
 class PathTrap:
@@ -50,40 +61,6 @@ class PathTrap:
 
     def ran(self) -> list[str]:
         return sorted(path.name for path in self.ran_in.iterdir())
-
-
-class RecordingServer:
-    """An http server on 127.0.0.1 answering every POST with `{}`; `requests` holds the headers of
-    each request it got. Serves on a thread until `close()`."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, str]] = []
-        recorded = self.requests
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                recorded.append(dict(self.headers.items()))
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"{}")
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, name="recording-hook-server", daemon=True)
-        self.thread.start()
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
 
 
 def builtins_intact() -> bool:
@@ -123,3 +100,40 @@ def target(name: str, namespace: str = "default") -> Obj:
             "metadata": {"name": name, "namespace": namespace, "labels": dict(SELECTED),
                          "annotations": {"example.com/mark": LEAK_MARK}},
             "data": {"mark": LEAK_MARK}}
+
+
+def good() -> Obj:
+    """A DecoratorController whose (allowed) python hook attaches `<target>-first` to each target."""
+    return hostile("good", {"sync": {"python": {"function": "tests.decorators.pyhooks:attach_first"}}})
+
+
+def manager_under_attack(cluster: Cluster, secret_namespace: str) -> Manager:
+    """The manager of `porchkit manager --controllers decorator --python-hooks tests.decorators.pyhooks
+    --secret-namespaces <secret_namespace>` (reconcile.cli's `hook_policy` from the flags' values,
+    `build_controllers` with the face's factory), on `cluster`; not started."""
+    manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-manager"), grace_period=5)
+    policy = hook_policy(["tests.decorators.pyhooks"], [secret_namespace])
+    for controller in build_controllers(CONTROLLERS["decorator"], manager, hook_policy=policy):
+        manager.add(controller)
+    return manager
+
+
+def attached(cluster: Cluster, name: str, namespace: str = "default") -> Callable[[], Obj | None]:
+    """A check for `eventually`: the attachment `good()` makes for target `name`."""
+    return lambda: cluster.get(CONFIGMAP, ObjectKey(namespace, f"{name}-first"))
+
+
+def ready(cluster: Cluster, name: str) -> dict[str, Any] | None:
+    """The Ready condition of DecoratorController `name`, once it has one."""
+    obj = cluster.get(DECORATOR_CONTROLLER, ObjectKey("", name))
+    found = conditions.find(conditions.conditions_of(obj or {}), "Ready")
+    return dict(found) if found is not None else None
+
+
+def refusal(cluster: Cluster, name: str) -> tuple[dict[str, Any], Obj] | None:
+    """A check for `eventually`: the Ready=False condition of DecoratorController `name` and its
+    CreateError Event, once the server has both."""
+    condition = ready(cluster, name)
+    events = [e for e in cluster.list(EVENT, namespace="default").items
+              if e["involvedObject"].get("name") == name and e.get("reason") == "CreateError"]
+    return (condition, events[0]) if condition and condition["status"] == "False" and events else None

@@ -5,13 +5,13 @@ Warning Event naming the field), and the good one keeps working.
 The manager is built as `porchkit manager --controllers decorator --python-hooks
 tests.decorators.pyhooks --secret-namespaces porchkit-system` builds it (reconcile.cli's
 `hook_policy` from the flags' values, `build_controllers` with the face's factory), on the
-embedded cluster. The attacks and their traps are in attacks.py.
+embedded cluster. The attacks, their traps and that manager are in attacks.py.
 """
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,41 +21,38 @@ import yaml
 from decorators.protocol import RESPONSE_SHAPE
 from decorators.spec import DECORATOR_CONTROLLER
 from porchkit import cli
-from reconcile import EmbeddedCluster, Kind, ObjectKey, conditions
-from reconcile.cli import build_controllers, hook_policy
+from reconcile import EmbeddedCluster, ObjectKey
+from reconcile.cli import hook_policy
 from reconcile.cluster import Obj
-from reconcile.events import EventRecorder
 from reconcile.hooks import build_hook
-from reconcile.manager import Manager
 from tests.decorators.attacks import (
     LEAK_MARK,
     REQUEST_KEYS,
     SECRET_FIELD,
     PathTrap,
-    RecordingServer,
+    attached,
     builtins_intact,
+    good,
     hostile,
+    manager_under_attack,
     python_attacks,
+    ready,
+    refusal,
     secret_thief,
     target,
 )
 from tests.decorators.hooks_support import WAIT
-from tests.reconcile.support import Running, eventually
+from tests.reconcile.support import RecordingServer, Running, eventually
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIGMAP = Kind("v1", "ConfigMap")
-EVENT = Kind("v1", "Event")
 
 
 class Live:
-    """The embedded cluster and the manager running the decorator controller on it."""
+    """The embedded cluster and the manager under attack running on it."""
 
     def __init__(self) -> None:
         self.cluster = EmbeddedCluster()
-        self.manager = Manager(self.cluster, events=EventRecorder(self.cluster, "porchkit-manager"), grace_period=5.0)
-        policy = hook_policy(["tests.decorators.pyhooks"], ["porchkit-system"])
-        for controller in build_controllers(cli.CONTROLLERS["decorator"], self.manager, hook_policy=policy):
-            self.manager.add(controller)
+        self.manager = manager_under_attack(self.cluster, "porchkit-system")
         self.running = Running(self.manager)
 
     def close(self) -> None:
@@ -64,20 +61,9 @@ class Live:
         finally:
             self.cluster.close()
 
-    def ready(self, name: str) -> dict[str, object] | None:
-        """The Ready condition of DecoratorController `name`, once it has one."""
-        obj = self.cluster.get(DECORATOR_CONTROLLER, ObjectKey("", name))
-        found = conditions.find(conditions.conditions_of(obj or {}), "Ready")
-        return dict(found) if found is not None else None
-
-    def refused(self, name: str) -> tuple[dict[str, object], Obj]:
+    def refused(self, name: str) -> tuple[dict[str, Any], Obj]:
         """The Ready=False condition and the CreateError Event of `name`, once both are there."""
-        def both() -> tuple[dict[str, object], Obj] | None:
-            condition = self.ready(name)
-            events = [e for e in self.cluster.list(EVENT, namespace="default").items
-                      if e["involvedObject"].get("name") == name and e.get("reason") == "CreateError"]
-            return (condition, events[0]) if condition and condition["status"] == "False" and events else None
-        found: tuple[dict[str, object], Obj] = eventually(both, WAIT)
+        found: tuple[dict[str, Any], Obj] = eventually(lambda: refusal(self.cluster, name), WAIT)
         return found
 
 
@@ -93,14 +79,6 @@ def server() -> Iterator[RecordingServer]:
     made = RecordingServer()
     yield made
     made.close()
-
-
-def good() -> Obj:
-    return hostile("good", {"sync": {"python": {"function": "tests.decorators.pyhooks:attach_first"}}})
-
-
-def attached(live: Live, name: str) -> Callable[[], Obj | None]:
-    return lambda: live.cluster.get(CONFIGMAP, ObjectKey("default", f"{name}-first"))
 
 
 def test_the_path_trap_sees_what_popen_of_a_request_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -125,11 +103,11 @@ def test_hostile_python_hooks_are_refused_and_the_good_decorator_runs(
         assert (condition["reason"], event["type"]) == ("CreateError", "Warning")
         assert condition["message"] == event["message"]
         assert str(event["message"]).startswith(f"Cannot create new controller: {message}"), event["message"]
-    eventually(attached(live, "t"), WAIT)
-    assert eventually(lambda: live.ready("good"), WAIT)["status"] == "True"
+    eventually(attached(live.cluster, "t"), WAIT)
+    assert eventually(lambda: ready(live.cluster, "good"), WAIT)["status"] == "True"
 
     live.cluster.create(target("t2"))  # the good one keeps going after the refusals
-    eventually(attached(live, "t2"), WAIT)
+    eventually(attached(live.cluster, "t2"), WAIT)
     assert trap.ran() == []
     assert builtins_intact()
     assert LEAK_MARK not in capfd.readouterr().out
@@ -149,7 +127,7 @@ def test_a_webhook_naming_a_secret_in_kube_system_is_refused_and_nothing_is_sent
     assert event["message"] == condition["message"] == (
         f"Cannot create new controller: {SECRET_FIELD}: refused: credentials are sent only over https, not to "
         f"{server.url('')}; use an https:// URL")
-    eventually(attached(live, "t"), WAIT)
+    eventually(attached(live.cluster, "t"), WAIT)
     assert server.requests == []
 
 
@@ -171,9 +149,9 @@ def test_fixing_a_refused_decorator_starts_it_and_makes_it_ready(live: Live) -> 
     assert obj is not None
     obj["spec"] = good()["spec"]
     live.cluster.update(obj)
-    eventually(attached(live, "t"), WAIT)
-    ready = eventually(lambda: (found := live.ready("d")) and found["status"] == "True" and found, WAIT)
-    assert (ready["reason"], ready["message"]) == ("Started", "")
+    eventually(attached(live.cluster, "t"), WAIT)
+    condition = eventually(lambda: (found := ready(live.cluster, "d")) and found["status"] == "True" and found, WAIT)
+    assert (condition["reason"], condition["message"]) == ("Started", "")
 
 
 def test_the_shipped_deployment_runs_the_shipped_python_example() -> None:

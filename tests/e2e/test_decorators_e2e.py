@@ -16,14 +16,11 @@ import copy
 import secrets
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from decorators.instance import Options
 from decorators.spec import DECORATOR_CONTROLLER
@@ -33,6 +30,8 @@ from reconcile.errors import ApiError, NotFound
 from reconcile.events import EventRecorder
 from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
+from tests.e2e.support import eventually, served
+from tests.reconcile.support import Running
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = ROOT / "tests" / "decorators" / "hookservers"
@@ -41,38 +40,6 @@ CLUSTER_ROLE = Kind("rbac.authorization.k8s.io/v1", "ClusterRole")
 ROLE_BINDING = Kind("rbac.authorization.k8s.io/v1", "RoleBinding")
 CONFIGMAP = Kind("v1", "ConfigMap")
 GROUP = "e2e.porchkit.dev"
-TIMEOUT = 30.0
-
-
-def eventually(check: Callable[[], Any], timeout: float = TIMEOUT) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
-    return found
-
-
-def served(cluster: Cluster, kind: Kind) -> bool:
-    try:
-        cluster.list(kind)
-        return True
-    except NotFound:
-        return False
-
-
-@pytest.fixture(scope="module")
-def decorator_crd(kubeconfig: str) -> None:
-    from reconcile.kube import KubeCluster
-
-    cluster = KubeCluster.from_kubeconfig(kubeconfig)
-    try:
-        [crd] = [doc for doc in yaml.safe_load_all(
-            (ROOT / "deploy" / "crds" / "metacontroller.k8s.io_decoratorcontrollers.yaml").read_text()) if doc]
-        if cluster.get(CRD, ObjectKey("", crd["metadata"]["name"])) is None:
-            cluster.create(crd)
-        eventually(lambda: served(cluster, DECORATOR_CONTROLLER))
-    finally:
-        cluster.close()
 
 
 @pytest.fixture
@@ -92,19 +59,12 @@ def hook() -> Iterator[Callable[[str], int]]:
         process.wait()
 
 
-class Running:
+def decorator_manager(cluster: Cluster, resolve: dict[str, str]) -> Manager:
     """The decorator controller on the real server, as `porchkit manager --controllers decorator`."""
-
-    def __init__(self, cluster: Cluster, resolve: dict[str, str]) -> None:
-        self.manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-decorators"), grace_period=5)
-        options = Options(resolve=resolve, hook_policy=HookPolicy.for_manager(["tests.e2e.decorator_hooks"], []))
-        self.manager.add(Decorators(self.manager, options).controller())
-        self.thread = threading.Thread(target=self.manager.run, name="decorators-e2e")
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.manager.stop()
-        self.thread.join(30)
+    manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-decorators"), grace_period=5)
+    options = Options(resolve=resolve, hook_policy=HookPolicy.for_manager(["tests.e2e.decorator_hooks"], []))
+    manager.add(Decorators(manager, options).controller())
+    return manager
 
 
 @pytest.fixture
@@ -112,12 +72,12 @@ def run(cluster: Cluster, decorator_crd: None) -> Iterator[Callable[[dict[str, s
     started: list[Running] = []
 
     def start(resolve: dict[str, str]) -> Running:
-        started.append(Running(cluster, resolve))
+        started.append(Running(decorator_manager(cluster, resolve)))
         return started[-1]
 
     yield start
     for running in started:
-        running.stop()
+        running.stop(30)
 
 
 @pytest.fixture
@@ -173,7 +133,7 @@ def test_a_crd_annotated_enable_default_roles_gets_a_cluster_role_collected_with
 
     cluster.delete(CRD, ObjectKey("", crd_name))
     # kube-controller-manager's garbage collector follows the owner reference
-    eventually(lambda: cluster.get(CLUSTER_ROLE, ObjectKey("", f"{crd_name}-reader")) is None, timeout=60)
+    eventually(lambda: cluster.get(CLUSTER_ROLE, ObjectKey("", f"{crd_name}-reader")) is None)
 
 
 def test_a_cluster_scoped_parent_keeps_its_namespaced_attachment(
@@ -203,7 +163,7 @@ def test_a_cluster_scoped_parent_keeps_its_namespaced_attachment(
     eventually(lambda: (found := cluster.get(ROLE_BINDING, key)) and found["metadata"]["uid"]
                != binding["metadata"]["uid"])
     cluster.delete(CLUSTER_ROLE, ObjectKey("", role_name))
-    eventually(lambda: cluster.get(ROLE_BINDING, key) is None, timeout=60)
+    eventually(lambda: cluster.get(ROLE_BINDING, key) is None)
 
 
 def test_status_write_back_finalize_on_delete_and_release_when_the_decorator_goes(

@@ -21,8 +21,6 @@ import contextlib
 import copy
 import functools
 import secrets
-import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -41,6 +39,8 @@ from reconcile.events import EventRecorder
 from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
 from tests.e2e.mapctl_hooks import FAIL_KEY, MIRROR_LABEL, MirrorHook
+from tests.e2e.support import eventually, served
+from tests.reconcile.support import Running
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "testdata" / "mapctl"
@@ -56,16 +56,7 @@ SERVICE_DIRECTORY = Kind("examples.porchkit.dev/v1alpha1", "ServiceDirectory")
 SNAPSHOT_SCHEDULE = Kind("examples.porchkit.dev/v1alpha1", "SnapshotSchedule")
 VOLUME_SNAPSHOT = Kind("snapshot.storage.k8s.io/v1", "VolumeSnapshot")
 MIRROR = Kind("e2e.porchkit.dev/v1", "Mirror")
-TIMEOUT = 60.0  # real seconds: PVCs wait for kube-controller-manager to lift their protection finalizer
 HOUR = 3600
-
-
-def eventually(check: Callable[[], Any], timeout: float = TIMEOUT) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
-    return found
 
 
 def load(path: Path) -> list[Obj]:
@@ -74,14 +65,6 @@ def load(path: Path) -> list[Obj]:
 
 def manifests(example: str, name: str) -> list[Obj]:
     return load(EXAMPLES / example / name)
-
-
-def served(cluster: Cluster, kind: Kind) -> bool:
-    try:
-        cluster.list(kind)
-        return True
-    except NotFound:
-        return False
 
 
 def mirror_crd() -> Obj:
@@ -114,20 +97,12 @@ def crds(kubeconfig: str) -> None:
         cluster.close()
 
 
-class Running:
+def map_manager(cluster: Cluster) -> Manager:
     """`map_controllers` on the real server, as `porchkit manager --controllers map --python-hooks mapctl.examples`
     runs it."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-manager"), grace_period=5)
-        self.manager.add(map_controllers(self.manager, hook_policy=HOOK_POLICY))
-        self.thread = threading.Thread(target=self.manager.run, name="mapctl-e2e")
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.manager.stop()
-        self.thread.join(30)
-        assert not self.thread.is_alive(), "the manager did not stop"
+    manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-manager"), grace_period=5)
+    manager.add(map_controllers(manager, hook_policy=HOOK_POLICY))
+    return manager
 
 
 @pytest.fixture
@@ -142,12 +117,12 @@ def start(cluster: Cluster, namespace: str, crds: None) -> Iterator[Callable[[Ob
         obj["metadata"]["name"] = f"{obj['metadata']['name'][:40]}-{secrets.token_hex(3)}"
         created = cluster.create(obj)
         made.append(created["metadata"]["name"])
-        running.append(Running(cluster))
+        running.append(Running(map_manager(cluster)))
         return created
 
     yield run
     for each in running:
-        each.stop()
+        each.stop(30)
     for name in made:
         with contextlib.suppress(NotFound):
             cluster.delete(MAP_CONTROLLER, ObjectKey("", name))

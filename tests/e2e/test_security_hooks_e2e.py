@@ -20,89 +20,34 @@ from __future__ import annotations
 import base64
 import contextlib
 import secrets
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from decorators.spec import DECORATOR_CONTROLLER
-from porchkit.cli import CONTROLLERS
-from reconcile import Cluster, Kind, ObjectKey, conditions
-from reconcile.cli import build_controllers, hook_policy
+from reconcile import Cluster, Kind, ObjectKey
 from reconcile.cluster import Obj
-from reconcile.errors import ApiError, NotFound
-from reconcile.events import EventRecorder
-from reconcile.manager import Manager
+from reconcile.errors import ApiError
 from tests.decorators.attacks import (
     LEAK_MARK,
     SECRET_FIELD,
     PathTrap,
-    RecordingServer,
+    attached,
     builtins_intact,
-    hostile,
+    good,
+    manager_under_attack,
     python_attacks,
+    ready,
+    refusal,
     secret_thief,
     target,
 )
+from tests.e2e.support import eventually
+from tests.reconcile.support import RecordingServer, Running
 
-ROOT = Path(__file__).resolve().parents[2]
-CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
-CONFIGMAP = Kind("v1", "ConfigMap")
 SECRET = Kind("v1", "Secret")
-EVENT = Kind("v1", "Event")
-TIMEOUT = 30.0
-
-
-def eventually(check: Callable[[], Any], timeout: float = TIMEOUT) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
-    return found
-
-
-@pytest.fixture(scope="module")
-def decorator_crd(kubeconfig: str) -> None:
-    from reconcile.kube import KubeCluster
-
-    cluster = KubeCluster.from_kubeconfig(kubeconfig)
-    try:
-        [crd] = [doc for doc in yaml.safe_load_all(
-            (ROOT / "deploy" / "crds" / "metacontroller.k8s.io_decoratorcontrollers.yaml").read_text()) if doc]
-        if cluster.get(CRD, ObjectKey("", crd["metadata"]["name"])) is None:
-            cluster.create(crd)
-
-        def served() -> bool:
-            try:
-                cluster.list(DECORATOR_CONTROLLER)
-                return True
-            except NotFound:
-                return False
-        eventually(served)
-    finally:
-        cluster.close()
-
-
-class Running:
-    """The decorator controller of `porchkit manager --python-hooks tests.decorators.pyhooks
-    --secret-namespaces <namespace>`, on a thread."""
-
-    def __init__(self, cluster: Cluster, namespace: str) -> None:
-        self.manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-manager"), grace_period=5)
-        policy = hook_policy(["tests.decorators.pyhooks"], [namespace])
-        for controller in build_controllers(CONTROLLERS["decorator"], self.manager, hook_policy=policy):
-            self.manager.add(controller)
-        self.thread = threading.Thread(target=self.manager.run, name="security-e2e")
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.manager.stop()
-        self.thread.join(30)
-        assert not self.thread.is_alive(), "the manager did not stop"
 
 
 @pytest.fixture
@@ -118,9 +63,10 @@ def made(cluster: Cluster) -> Iterator[list[tuple[Kind, ObjectKey]]]:
 
 @pytest.fixture
 def running(cluster: Cluster, namespace: str, decorator_crd: None) -> Iterator[Running]:
-    started = Running(cluster, namespace)
+    """The manager under attack (attacks.py), with the test's namespace as --secret-namespaces, on a thread."""
+    started = Running(manager_under_attack(cluster, namespace))
     yield started
-    started.stop()
+    started.stop(30)
 
 
 @pytest.fixture
@@ -140,20 +86,8 @@ def create(cluster: Cluster, made: list[tuple[Kind, ObjectKey]], obj: Obj, suffi
 
 def refused(cluster: Cluster, name: str) -> tuple[dict[str, Any], Obj]:
     """`name`'s Ready=False condition and its CreateError Event, once the server has both."""
-    def both() -> tuple[dict[str, Any], Obj] | None:
-        obj = cluster.get(DECORATOR_CONTROLLER, ObjectKey("", name))
-        condition = conditions.find(conditions.conditions_of(obj or {}), "Ready")
-        events = [e for e in cluster.list(EVENT, namespace="default").items
-                  if e["involvedObject"].get("name") == name and e.get("reason") == "CreateError"]
-        if condition is None or condition.get("status") != "False" or not events:
-            return None
-        return dict(condition), events[0]
-    found: tuple[dict[str, Any], Obj] = eventually(both)
+    found: tuple[dict[str, Any], Obj] = eventually(lambda: refusal(cluster, name))
     return found
-
-
-def decorated(cluster: Cluster, namespace: str, name: str) -> Callable[[], Obj | None]:
-    return lambda: cluster.get(CONFIGMAP, ObjectKey(namespace, f"{name}-first"))
 
 
 def test_python_hooks_naming_popen_or_print_are_refused_and_run_nothing(
@@ -163,20 +97,17 @@ def test_python_hooks_naming_popen_or_print_are_refused_and_run_nothing(
     suffix = secrets.token_hex(3)
     cluster.create(target("t", namespace))
     names = {name: create(cluster, made, obj, suffix) for name, (obj, _) in python_attacks().items()}
-    good = create(cluster, made, hostile("good", {"sync": {"python": {
-        "function": "tests.decorators.pyhooks:attach_first"}}}), suffix)
+    good_one = create(cluster, made, good(), suffix)
 
     for attack, (_, message) in python_attacks().items():
         condition, event = refused(cluster, names[attack])
         assert event["type"] == "Warning" and event["involvedObject"]["kind"] == "DecoratorController"
         assert event["message"] == condition["message"]
         assert str(event["message"]).startswith(f"Cannot create new controller: {message}"), event["message"]
-    eventually(decorated(cluster, namespace, "t"))
+    eventually(attached(cluster, "t", namespace))
     cluster.create(target("t2", namespace))  # the good one keeps decorating after the refusals
-    eventually(decorated(cluster, namespace, "t2"))
-    ready = eventually(lambda: conditions.find(conditions.conditions_of(
-        cluster.get(DECORATOR_CONTROLLER, ObjectKey("", good)) or {}), "Ready"))
-    assert ready["status"] == "True"
+    eventually(attached(cluster, "t2", namespace))
+    assert eventually(lambda: ready(cluster, good_one))["status"] == "True"
 
     assert trap.ran() == []
     assert builtins_intact()
@@ -193,14 +124,13 @@ def test_a_webhook_sending_a_kube_system_secret_over_http_gets_nothing(
     made.append((SECRET, ObjectKey("kube-system", secret_name)))
     cluster.create(target("t", namespace))
     thief = create(cluster, made, secret_thief("thief", server.url("/sync"), secret_name), suffix)
-    create(cluster, made, hostile("good", {"sync": {"python": {"function": "tests.decorators.pyhooks:attach_first"}}}),
-           suffix)
+    create(cluster, made, good(), suffix)
 
     condition, event = refused(cluster, thief)
     assert event["message"] == condition["message"] == (
         f"Cannot create new controller: {SECRET_FIELD}: refused: credentials are sent only over https, not to "
         f"{server.url('')}; use an https:// URL")
-    eventually(decorated(cluster, namespace, "t"))  # the good one ran its pass: the thief had its chance
+    eventually(attached(cluster, "t", namespace))  # the good one ran its pass: the thief had its chance
     assert server.requests == []
 
 

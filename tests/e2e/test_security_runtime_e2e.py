@@ -25,90 +25,43 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from reconcile import Cluster, Kind, ObjectKey
-from tests.reconcile import support
+from tests.e2e.support import eventually
+from tests.reconcile.support import RecordingServer, Request
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGMAP = Kind("v1", "ConfigMap")
 LEASE = Kind("coordination.k8s.io/v1", "Lease")
 LEASE_NAME = "fencing-e2e"
-TIMEOUT = 60.0
-
-
-def eventually(check: Callable[[], Any], timeout: float = TIMEOUT) -> Any:
-    return support.eventually(check, timeout)
 
 
 # --- the hook server: who called, when ---------------------------------------------------------------
 
 
-@dataclass
-class Call:
-    caller: str
-    key: str
-    want: str
-    at: float  # time.monotonic() when it arrived
-
-
-@dataclass
-class HookServer:
-    """A webhook on loopback recording each call; answers after `delay` seconds (a hook that does
-    some work, which leaves other writers time to get in between a reconcile's read and write)."""
-
-    delay: float = 0.0
-    calls: list[Call] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                owner.calls.append(Call(body["caller"], body["key"], str(body["want"]), time.monotonic()))
-                time.sleep(owner.delay)
-                self.send_response(200)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"{}")
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, name="hook-server", daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/sync"
-
-    def by(self, caller: str, *, after: float = 0.0) -> list[Call]:
-        return [call for call in list(self.calls) if call.caller == caller and call.at > after]
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
+def calls(hook: RecordingServer, caller: str, *, after: float = 0.0) -> list[Request]:
+    """The hook calls manager `caller` made after `after` (a time.monotonic())."""
+    return [call for call in list(hook.requests) if json.loads(call.body)["caller"] == caller and call.at > after]
 
 
 @pytest.fixture
-def hooks() -> Iterator[Callable[[float], HookServer]]:
-    started: list[HookServer] = []
+def hooks() -> Iterator[Callable[[float], RecordingServer]]:
+    """Start RecordingServers: a webhook on loopback recording each call, answering after `delay`
+    seconds (a hook that does some work, which leaves other writers time to get in between a
+    reconcile's read and write)."""
+    started: list[RecordingServer] = []
 
-    def start(delay: float = 0.0) -> HookServer:
-        started.append(HookServer(delay))
+    def start(delay: float = 0.0) -> RecordingServer:
+        started.append(RecordingServer(delay))
         return started[-1]
 
     yield start
     for server in started:
-        server.stop()
+        server.close()
 
 
 # --- managers as processes -----------------------------------------------------------------------------
@@ -181,7 +134,7 @@ def holder(cluster: Cluster, namespace: str) -> str:
 
 
 def test_a_leader_resumed_after_sigstop_past_its_lease_makes_no_hook_call_or_write_and_names_the_new_leader(
-        cluster: Cluster, namespace: str, hooks: Callable[[float], HookServer],
+        cluster: Cluster, namespace: str, hooks: Callable[[float], RecordingServer],
         managers: Callable[..., ManagerProcess]) -> None:
     hook = hooks(0.0)
     names = [f"target-{i}" for i in range(4)]
@@ -189,11 +142,11 @@ def test_a_leader_resumed_after_sigstop_past_its_lease_makes_no_hook_call_or_wri
         cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
                         "data": {"want": "1"}})
     suffix = secrets.token_hex(3)
-    a = managers(f"a-{suffix}", hook.url, "--lease", LEASE_NAME)
+    a = managers(f"a-{suffix}", hook.url("/sync"), "--lease", LEASE_NAME)
     eventually(lambda: holder(cluster, namespace) == a.identity)
-    b = managers(f"b-{suffix}", hook.url, "--lease", LEASE_NAME)
+    b = managers(f"b-{suffix}", hook.url("/sync"), "--lease", LEASE_NAME)
     eventually(lambda: stamped(cluster, namespace, names, "1", by=a.identity))
-    assert hook.by(b.identity) == []  # the standby calls nothing
+    assert calls(hook, b.identity) == []  # the standby calls nothing
 
     a.process.send_signal(signal.SIGSTOP)  # a is idle: its work is done
     want(cluster, namespace, names, "2")  # new input that a will find queued when it resumes
@@ -204,7 +157,7 @@ def test_a_leader_resumed_after_sigstop_past_its_lease_makes_no_hook_call_or_wri
     a.process.send_signal(signal.SIGCONT)
 
     assert a.process.wait(timeout=30) == 1, a.log()  # it stepped down, and exited
-    assert hook.by(a.identity, after=resumed_at) == [], a.log()
+    assert calls(hook, a.identity, after=resumed_at) == [], a.log()
     written = [event.object["metadata"]["name"] for event in cluster.watch(
         CONFIGMAP, namespace=namespace, resource_version=since, timeout=2)
         if event.type != "BOOKMARK" and (event.object.get("data") or {}).get("by") == a.identity]
@@ -218,14 +171,14 @@ CONFLICTS = re.compile(r'^porchkit_write_conflicts_total\{controller="stamper",g
 
 
 def test_a_second_writer_on_the_same_targets_shows_in_the_conflicts_metric_and_the_debug_log(
-        cluster: Cluster, connect: Callable[[], Cluster], namespace: str, hooks: Callable[[float], HookServer],
+        cluster: Cluster, connect: Callable[[], Cluster], namespace: str, hooks: Callable[[float], RecordingServer],
         managers: Callable[..., ManagerProcess]) -> None:
     hook = hooks(0.05)  # the reconcile's read and its write are 50 ms apart
     names = [f"target-{i}" for i in range(4)]
     for name in names:
         cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
                         "data": {"want": "0"}})
-    manager = managers(f"m-{secrets.token_hex(3)}", hook.url, "--log-level", "debug")
+    manager = managers(f"m-{secrets.token_hex(3)}", hook.url("/sync"), "--log-level", "debug")
     other, stop = connect(), threading.Event()
 
     def second_writer() -> None:

@@ -9,17 +9,17 @@ PackageVariant and no draft is made. A template reading the annotation on an obj
 (a ConfigMap, once an administrator grants ConfigMaps through the aggregation label, as
 deploy/examples/variants-targets-and-injection.yaml does) finds no such key, and says why.
 
-As in test_variants_e2e.py, Porch is not installed on the e2e server: `porch.kpt.dev` is served by
-the embedded Porch from git repositories in a temporary folder, joined by a RoutedCluster. Every
-other request (sets, variants, Repositories, Events, the Lease) goes to the real server with the
-ServiceAccount's token, so these tests also show that the shipped ClusterRole is enough for the
-controllers to work: a set with a repositorySelector fans out, and its variants become Ready.
+As in test_variants_e2e.py (variants_support.py), Porch is not installed on the e2e server:
+`porch.kpt.dev` is served by the embedded Porch from git repositories in a temporary folder, joined
+by a RoutedCluster. Every other request (sets, variants, Repositories, Events, the Lease) goes to
+the real server with the ServiceAccount's token, so these tests also show that the shipped
+ClusterRole is enough for the controllers to work: a set with a repositorySelector fans out, and
+its variants become Ready.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,17 +27,13 @@ from typing import Any
 import pytest
 
 from porchvariant.embedded.gitrepo import GitPackageRepository
-from porchvariant.embedded.porch import EmbeddedPorch
-from porchvariant.manager import package_variant_controllers, package_variant_set_controllers
 from porchvariant.packagevariant_controller import PACKAGE_VARIANT
 from porchvariant.packagevariantset_controller import PACKAGE_VARIANT_SET
-from reconcile import Cluster, EmbeddedCluster, Kind, ObjectKey, conditions
-from reconcile.events import EventRecorder
-from reconcile.manager import LeaderElection, Manager
-from reconcile.routing import RoutedCluster
+from reconcile import Cluster, Kind, ObjectKey, conditions
+from reconcile.manager import LeaderElection
 from tests.deploy.rbac_model import NAMESPACE, cluster_role_rules, load, shipped
 from tests.e2e.rbac_support import ShippedRbac, cluster_as, eventually
-from tests.e2e.test_variants_e2e import variant_crds  # noqa: F401 - a fixture
+from tests.e2e.variants_support import Controllers
 from tests.porchvariant.variants_support import Repos
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -45,7 +41,6 @@ PASSWORD = "hunter2"
 REFUSED = ("spec.targets[0].objectSelector.kind: Secrets cannot be PackageVariantSet targets: a template could "
            "copy their data into a package in git")
 EVENT = Kind("v1", "Event")
-REPOSITORY = Kind("config.porch.kpt.dev/v1alpha1", "Repository")
 EXAMPLE = "examples/variants-targets-and-injection.yaml"
 
 
@@ -62,35 +57,17 @@ def rbac(cluster: Cluster) -> Iterator[ShippedRbac]:
     applied.clean_up()
 
 
-class ControllersAsServiceAccount:
+class ControllersAsServiceAccount(Controllers):
     """Both controllers, authenticated as system:serviceaccount:porchkit-system:porchkit, leading
     through the Lease porchkit-variants in porchkit-system, with Events on."""
 
     def __init__(self, kubeconfig: str, admin: Cluster, repos: Repos, namespace: str) -> None:
-        self.admin, self.repos, self.namespace = admin, repos, namespace
-        self.kube = cluster_as(kubeconfig, "porchkit")
-        self.embedded = EmbeddedCluster()
-        self.embedded.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-        self.porch = EmbeddedPorch(self.embedded, repositories_from=admin, announce_every=0.2)
-        routed = RoutedCluster(self.kube, {"porch.kpt.dev": self.embedded})
-        self.manager = Manager(routed, events=EventRecorder(routed, "porchkit-variants"),
-                               leader_election=LeaderElection(NAMESPACE, "porchkit-variants", retry_period=0.5))
-        self.manager.add(package_variant_controllers(self.manager))
-        self.manager.add(package_variant_set_controllers(self.manager))
-        self.thread = threading.Thread(target=self.manager.run, name="variants-as-service-account")
-        self.thread.start()
-        for repository in repos.repositories():
-            admin.create({**repository, "metadata": {**repository["metadata"], "namespace": namespace}})
+        super().__init__(cluster_as(kubeconfig, "porchkit"), repos, namespace, admin=admin, events="porchkit-variants",
+                         leader_election=LeaderElection(NAMESPACE, "porchkit-variants", retry_period=0.5))
 
     def stop(self) -> None:
-        self.manager.stop()
-        self.thread.join(30)
-        self.porch.close()
-        self.embedded.close()
+        super().stop()
         self.kube.close()  # type: ignore[attr-defined]
-
-    def get(self, kind: Kind, name: str) -> dict[str, Any] | None:
-        return self.admin.get(kind, ObjectKey(self.namespace, name))
 
     def stalled(self, name: str) -> dict[str, Any] | None:
         found = conditions.find(conditions.conditions_of(self.get(PACKAGE_VARIANT_SET, name) or {}), "Stalled")
@@ -110,7 +87,7 @@ class ControllersAsServiceAccount:
 
 
 @pytest.fixture
-def controllers(kubeconfig: str, cluster: Cluster, namespace: str, tmp_path: Path, variant_crds: None,  # noqa: F811
+def controllers(kubeconfig: str, cluster: Cluster, namespace: str, tmp_path: Path, variant_crds: None,
                 rbac: ShippedRbac) -> Iterator[ControllersAsServiceAccount]:
     running = ControllersAsServiceAccount(kubeconfig, cluster, Repos(tmp_path, deployments=("prod", "dev")), namespace)
     yield running
@@ -168,22 +145,7 @@ def test_a_template_copying_last_applied_configuration_finds_no_such_key(
 
 def test_under_the_shipped_role_a_set_fans_out_and_its_variants_become_ready(
         controllers: ControllersAsServiceAccount) -> None:
-    admin, namespace = controllers.admin, controllers.namespace
-    for repo in ("prod", "dev"):
-        live = admin.get(REPOSITORY, ObjectKey(namespace, repo))
-        assert live is not None
-        admin.update({**live, "metadata": {**live["metadata"], "labels": {"tier": "edge"}}})
-    admin.create({"apiVersion": "config.porch.kpt.dev/v1alpha2", "kind": "PackageVariantSet",
-                  "metadata": {"name": "web", "namespace": namespace},
-                  "spec": {"upstream": {"repo": "catalog", "package": "web", "revision": 1},
-                           "targets": [{"repositorySelector": {"matchLabels": {"tier": "edge"}}}]}})
-
-    def reported() -> list[dict[str, Any]] | None:
-        pvs = controllers.get(PACKAGE_VARIANT_SET, "web")
-        entries = ((pvs or {}).get("status") or {}).get("packageVariants") or []
-        return entries if len(entries) == 2 and all(e["ready"] == "True" for e in entries) else None
-
-    entries = eventually(reported, what="two Ready variants")
+    entries = controllers.fan_out()
     assert sorted(e["repo"] for e in entries) == ["dev", "prod"]
-    lease = admin.get(Kind("coordination.k8s.io/v1", "Lease"), ObjectKey(NAMESPACE, "porchkit-variants"))
+    lease = controllers.admin.get(Kind("coordination.k8s.io/v1", "Lease"), ObjectKey(NAMESPACE, "porchkit-variants"))
     assert lease is not None and lease["spec"]["holderIdentity"]

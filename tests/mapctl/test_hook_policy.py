@@ -20,7 +20,7 @@ from porchkit import cli
 from reconcile import ObjectKey, conditions
 from reconcile.cli import hook_policy
 from reconcile.hooks import build_hook
-from tests.decorators.attacks import PathTrap, RecordingServer, builtins_intact
+from tests.decorators.attacks import PathTrap, builtins_intact
 from tests.mapctl import pyhooks
 from tests.mapctl.support import (
     MAP_CONTROLLER,
@@ -33,6 +33,7 @@ from tests.mapctl.support import (
     service,
     stage,
 )
+from tests.reconcile.support import RecordingServer
 
 __all__ = ["stage"]  # a fixture, imported to be found here
 

@@ -2,59 +2,27 @@
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from porchvariant.embedded.gitrepo import GitPackageRepository, Lifecycle
-from porchvariant.local import serve_porch
-from porchvariant.manager import package_variant_controllers, package_variant_set_controllers
 from porchvariant.packagevariant_controller import PACKAGE_VARIANT
 from porchvariant.packagevariantset_controller import PACKAGE_VARIANT_SET
-from reconcile import EmbeddedCluster, Kind, ObjectKey, conditions
-from reconcile.events import EventRecorder
-from reconcile.manager import Manager
-from tests.porchvariant.variants_support import NS, Repos, configmap, package_variant
+from reconcile import Kind, ObjectKey, conditions
+from tests.porchvariant.variants_support import NS, Live, Repos, configmap, eventually, package_variant
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 
 
-class Live:
-    def __init__(self, repos: Repos) -> None:
-        self.repos = repos
-        self.cluster = EmbeddedCluster()
-        self.porch = serve_porch(self.cluster)
-        self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-        for repository in repos.repositories():
-            self.cluster.create(repository)
-        self.manager = Manager(self.cluster, events=EventRecorder(self.cluster, "porchkit-test"))
-        self.manager.add(package_variant_controllers(self.manager))
-        self.manager.add(package_variant_set_controllers(self.manager))
-        self.thread = threading.Thread(target=self.manager.run)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.manager.stop()
-        self.thread.join(10)
-        self.porch.close()
-        self.cluster.close()
-
-    def drafts(self, repo: str) -> list[str]:
-        with GitPackageRepository(self.repos.deployments[repo]) as git:
-            return [git.read_resources(r)["region.yaml"] for r in git.list_revisions("web")
-                    if r.lifecycle == Lifecycle.DRAFT]
-
-
-def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
-    return found
+def drafts(live: Live, repo: str) -> list[str]:
+    """region.yaml of each draft of `web` in deployment repository `repo`."""
+    with GitPackageRepository(live.repos.deployments[repo]) as git:
+        return [git.read_resources(r)["region.yaml"] for r in git.list_revisions("web")
+                if r.lifecycle == Lifecycle.DRAFT]
 
 
 @pytest.fixture(name="live")
@@ -67,13 +35,13 @@ def live_fixture(tmp_path: Path) -> Iterator[Live]:
 def test_editing_an_injected_configmap_updates_the_draft_without_a_restart(live: Live) -> None:
     live.cluster.create(configmap("region-eu", name="eu-west"))
     live.cluster.create(package_variant("web-prod", injectors=[{"kind": "ConfigMap", "name": "region-eu"}]))
-    eventually(lambda: any("eu-west" in text for text in live.drafts("prod")))
+    eventually(lambda: any("eu-west" in text for text in drafts(live, "prod")))
 
     current = live.cluster.get(CONFIGMAP, ObjectKey(NS, "region-eu"))
     assert current is not None
     live.cluster.update({**current, "data": {"name": "eu-central"}})
-    eventually(lambda: any("eu-central" in text for text in live.drafts("prod")))
-    assert len(live.drafts("prod")) == 1  # the draft was updated in place, no second one
+    eventually(lambda: any("eu-central" in text for text in drafts(live, "prod")))
+    assert len(drafts(live, "prod")) == 1  # the draft was updated in place, no second one
 
 
 def test_a_newly_labelled_repository_gets_its_variant_and_the_set_reports_each_target(live: Live) -> None:

@@ -10,9 +10,7 @@ controllers running live under a Manager, where the refusal is also a Warning Ev
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +19,10 @@ import yaml
 
 from porchkit.cli import main
 from porchvariant.embedded.gitrepo import GitPackageRepository
-from porchvariant.local import serve_porch
-from porchvariant.manager import package_variant_controllers, package_variant_set_controllers
 from porchvariant.packagevariant_controller import PACKAGE_VARIANT
 from porchvariant.packagevariantset_controller import PACKAGE_VARIANT_SET
-from reconcile import EmbeddedCluster, Kind, ObjectKey, conditions
-from reconcile.events import EventRecorder
-from reconcile.manager import Manager
-from tests.porchvariant.variants_support import NS, V1, Repos
+from reconcile import Kind, ObjectKey, conditions
+from tests.porchvariant.variants_support import NS, V1, Live, Repos, eventually
 
 PASSWORD = "hunter2"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -114,37 +108,10 @@ def test_the_same_template_reading_a_plain_annotation_drafts_without_the_hidden_
 # --- live: the refusal is a condition and an Event, and nothing is created ---------------------------
 
 
-class Live:
-    def __init__(self, repos: Repos) -> None:
-        self.repos = repos
-        self.cluster = EmbeddedCluster()
-        self.porch = serve_porch(self.cluster)
-        self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-        for repository in repos.repositories():
-            self.cluster.create(repository)
-        self.manager = Manager(self.cluster, events=EventRecorder(self.cluster, "porchkit-test"))
-        self.manager.add(package_variant_controllers(self.manager))
-        self.manager.add(package_variant_set_controllers(self.manager))
-        self.thread = threading.Thread(target=self.manager.run)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.manager.stop()
-        self.thread.join(10)
-        self.porch.close()
-        self.cluster.close()
-
-    def warnings(self) -> list[dict[str, Any]]:
-        return [e for e in self.cluster.list(EVENT, namespace=NS).items
-                if e["involvedObject"]["kind"] == "PackageVariantSet" and e["type"] == "Warning"]
-
-
-def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
-    return found
+def warnings(live: Live) -> list[dict[str, Any]]:
+    """The Warning Events on PackageVariantSets."""
+    return [e for e in live.cluster.list(EVENT, namespace=NS).items
+            if e["involvedObject"]["kind"] == "PackageVariantSet" and e["type"] == "Warning"]
 
 
 # A package whose injection point is a Secret.
@@ -173,7 +140,7 @@ def test_a_live_set_selecting_secrets_is_stalled_told_once_as_an_event_and_creat
 
     condition = eventually(stalled)
     assert (condition["reason"], condition["message"]) == ("ValidationError", REFUSED)
-    [event] = eventually(live.warnings)
+    [event] = eventually(lambda: warnings(live))
     assert (event["involvedObject"]["name"], event["reason"], event["message"]) == ("leak", "ValidationError", REFUSED)
 
     # Another pass (a label edit), then a second problem: the first is not told again.
@@ -184,7 +151,7 @@ def test_a_live_set_selecting_secrets_is_stalled_told_once_as_an_event_and_creat
     assert pvs is not None
     pvs["spec"]["targets"].append({"objectSelector": {"apiVersion": "v1", "kind": "Secret"}})
     live.cluster.update(pvs)
-    first, second = eventually(lambda: len(found := live.warnings()) == 2 and sorted(
+    first, second = eventually(lambda: len(found := warnings(live)) == 2 and sorted(
         found, key=lambda e: e["firstTimestamp"] + e["metadata"]["name"]))
     assert first["message"] == REFUSED and first.get("count", 1) == 1
     assert second["message"] == f"{REFUSED}; {REFUSED.replace('targets[0]', 'targets[1]')}"

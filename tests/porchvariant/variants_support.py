@@ -1,19 +1,28 @@
-"""Shared by the controller tests: real git repositories in Porch's layout, and manifests over them.
+"""Shared by the controller tests: real git repositories in Porch's layout, manifests over them,
+and the controllers running live over them.
 
 `Repos(tmp)` makes a blueprint repository `catalog` with package `web` published as revisions 1
-and 2, and empty deployment repositories; `manifests(...)` wraps objects for reconcile_manifests.
+and 2, and empty deployment repositories; `manifests(...)` wraps objects for reconcile_manifests;
+`Live(repos)` runs both controllers under a Manager on the embedded cluster and Porch, and
+`eventually` waits for what they do.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from porchvariant.embedded.gitrepo import GitPackageRepository
+from porchvariant.local import serve_porch
+from porchvariant.manager import package_variant_controllers, package_variant_set_controllers
 from porchvariant.manifests import Manifest
+from reconcile import EmbeddedCluster
+from reconcile.events import EventRecorder
+from reconcile.manager import Manager
+from tests.reconcile import support
 
 NS = "team"
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "Someone", "GIT_AUTHOR_EMAIL": "someone@example.com",
@@ -92,3 +101,30 @@ def configmap(name: str, /, **data: str) -> dict[str, Any]:
 
 def manifests(*objects: dict[str, Any]) -> list[Manifest]:
     return [Manifest(obj, f"manifest-{i}.yaml") for i, obj in enumerate(objects)]
+
+
+class Live:
+    """The embedded cluster and Porch with namespace NS and the Repositories of `repos`, and both
+    controllers running under a Manager (Events on) on a thread, until `stop()`."""
+
+    def __init__(self, repos: Repos) -> None:
+        self.repos = repos
+        self.cluster = EmbeddedCluster()
+        self.porch = serve_porch(self.cluster)
+        self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        for repository in repos.repositories():
+            self.cluster.create(repository)
+        self.manager = Manager(self.cluster, events=EventRecorder(self.cluster, "porchkit-test"))
+        self.manager.add(package_variant_controllers(self.manager))
+        self.manager.add(package_variant_set_controllers(self.manager))
+        self.running = support.Running(self.manager)
+
+    def stop(self) -> None:
+        self.running.stop()
+        self.porch.close()
+        self.cluster.close()
+
+
+def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    """tests.reconcile.support.eventually, polling every 20 ms (a check may read git)."""
+    return support.eventually(check, timeout, interval=0.02)

@@ -1,4 +1,5 @@
-"""Helpers shared by the runtime's tests: objects, polling, managers on threads, a fake clock's steps."""
+"""Helpers shared by the runtime's tests: objects, polling, managers on threads, a fake clock's steps,
+and a webhook on loopback that records what it is sent."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +28,14 @@ def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, A
             "data": data}
 
 
-def eventually(check: Callable[[], Any], timeout: float = 5.0) -> Any:
-    """Poll `check` until it returns something true (which is returned); fail after `timeout` s."""
+def eventually(check: Callable[[], Any], timeout: float = 5.0, *, interval: float = 0.005) -> Any:
+    """Poll `check` every `interval` s until it returns something true (which is returned); fail
+    after `timeout` s."""
     deadline = time.monotonic() + timeout
     while not (found := check()):
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
-        time.sleep(0.005)
+        time.sleep(interval)
     return found
 
 
@@ -113,6 +117,51 @@ class Partitioned:
     def update(self, obj: dict[str, Any]) -> Any:
         self._lease(Kind.of(obj))
         return self.cluster.update(obj)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One POST a RecordingServer got."""
+
+    headers: dict[str, str]
+    body: bytes
+    at: float  # time.monotonic() when it arrived
+
+
+class RecordingServer:
+    """A webhook on 127.0.0.1 answering every POST with `{}` after `delay` seconds (a hook that does
+    some work); `requests` holds each request it got. Serves on a thread until `close()`."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.requests: list[Request] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                owner.requests.append(Request(dict(self.headers.items()), body, time.monotonic()))
+                time.sleep(owner.delay)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, name="recording-hook-server", daemon=True)
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
 
 
 class ScriptProcesses:

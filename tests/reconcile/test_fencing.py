@@ -222,9 +222,11 @@ def test_a_leader_past_its_renew_deadline_writes_nothing_and_starts_nothing_befo
     assert cluster.list(EVENT).items == []
 
 
-def test_the_lost_leadership_line_names_the_replica_that_took_over(
-        cluster: EmbeddedCluster, clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="porchkit.leaderelection")
+@contextlib.contextmanager
+def leading_a(cluster: EmbeddedCluster, clock: FakeClock) -> Iterator[tuple[StuckLease, threading.Thread, list[bool]]]:
+    """Elector `a` running on a thread through a StuckLease, once it leads: yields the lease, the
+    thread, and what its `run` returned (once the thread ends). Afterwards the lease answers again
+    and the elector is stopped and joined."""
     lease = StuckLease(cluster)
     a = LeaderElector(lease, ELECTION.name, ELECTION.namespace, "a", clock=clock)
     stop, started = threading.Event(), threading.Event()
@@ -233,16 +235,23 @@ def test_the_lost_leadership_line_names_the_replica_that_took_over(
     loop.start()
     try:
         assert started.wait(5)
+        yield lease, loop, outcome
+    finally:
+        lease.answer.set()
+        stop.set()
+        a.wake()
+        loop.join(5)
+
+
+def test_the_lost_leadership_line_names_the_replica_that_took_over(
+        cluster: EmbeddedCluster, clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="porchkit.leaderelection")
+    with leading_a(cluster, clock) as (lease, loop, outcome):
         lease.stuck.set()  # a is paused: it neither renews nor reads
         clock.advance(ELECTION.lease_duration + 1)  # long enough for the Lease to expire
         b = LeaderElector(cluster, ELECTION.name, ELECTION.namespace, "b", clock=clock)
         assert b.try_acquire_or_renew()
         lease.answer.set()  # a resumes
-        loop.join(5)
-    finally:
-        lease.answer.set()
-        stop.set()
-        a.wake()
         loop.join(5)
     assert outcome == [True]
     assert "lease default/fence-test: a lost leadership to b" in caplog.text
@@ -251,20 +260,9 @@ def test_the_lost_leadership_line_names_the_replica_that_took_over(
 def test_a_leader_that_cannot_read_the_lease_says_the_holder_is_unknown(
         cluster: EmbeddedCluster, clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="porchkit.leaderelection")
-    lease = StuckLease(cluster)
-    a = LeaderElector(lease, ELECTION.name, ELECTION.namespace, "a", clock=clock)
-    stop, started = threading.Event(), threading.Event()
-    loop = threading.Thread(target=lambda: a.run(stop, started.set, lambda: None))
-    loop.start()
-    try:
-        assert started.wait(5)
+    with leading_a(cluster, clock) as (lease, loop, _):
         lease.stuck.set()
         step_until(clock, lambda: not loop.is_alive(), limit=ELECTION.renew_deadline + 2 * ELECTION.retry_period)
-    finally:
-        lease.answer.set()
-        stop.set()
-        a.wake()
-        loop.join(5)
     assert ("a lost leadership: lease expired; holder unknown (not renewed within the 10s renew deadline; "
             "the Lease could not be read)") in caplog.text
 
