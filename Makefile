@@ -11,7 +11,7 @@ UV_HOME    := $(VENV)/.uv
 UV         := $(UV_HOME)/bin/uv
 LATEST     ?= .venv-latest
 
-.PHONY: setup run test test-latest bench lint lock lock-upgrade lock-check clean e2e
+.PHONY: setup run test test-latest bench lint lock lock-upgrade lock-check clean e2e gitservers
 
 # uv, itself pinned with hashes, in a small venv of its own (uv pip sync keeps $(VENV) to the lock).
 define install-uv
@@ -40,8 +40,13 @@ setup: $(STAMP)
 run: setup
 	bash testdata/quickstart/run.sh $(VENV)/bin
 
-test: setup lock-check
+test: setup lock-check gitservers
 	$(PY) -m pytest -q
+
+# Real git servers for the `gitserver` tests (apache2 with git http-backend, on loopback): installed
+# from Debian's packages when missing and this is root; otherwise those tests skip, saying why.
+gitservers:
+	@bash tests/gitservers/install.sh || echo "porchkit: the gitserver tests will skip"
 
 # The newest versions pyproject.toml's ranges allow, in a venv of their own, then every test: drift
 # in a dependency is found on purpose here, not by a fresh clone on some later day.

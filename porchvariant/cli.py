@@ -2,6 +2,7 @@
 
     porchkit variants render -f PVS.yaml -f DIR ...   # the PackageVariants the sets would produce
     porchkit variants reconcile -f DIR [--state DIR] [--approve] [-o table|yaml] [-v]   # the controllers, over git
+        [--git-cache DIR] [--git-fetch-period 60s]     # mirrors of Repositories on git servers (https)
 
 `render` reads every object it is given, renders each PackageVariantSet among them against the
 Repositories, PackageRevisions and other objects beside it, and prints the PackageVariants as a
@@ -64,6 +65,13 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                                 "package revisions from others')")
     reconcile.add_argument("--approve", action="store_true",
                            help="propose and approve the drafts of Ready PackageVariants whose readiness gates are met")
+    remote = reconcile.add_argument_group("Repositories on git servers (https)")
+    remote.add_argument("--git-cache", type=Path, metavar="DIR",
+                        help="keep the mirrors of remote repositories in DIR (default: "
+                             "$XDG_CACHE_HOME/porchkit/git, else ~/.cache/porchkit/git)")
+    remote.add_argument("--git-fetch-period", type=_seconds, default=60.0, metavar="DURATION",
+                        help="fetch each remote repository this often, unless its spec.sync.schedule says "
+                             "otherwise: 60s, 5m, 1h or plain seconds (default 60s)")
     reconcile.set_defaults(run=reconcile_files)
 
 
@@ -76,13 +84,15 @@ def render_files(args: argparse.Namespace) -> int:
 
 def reconcile_files(args: argparse.Namespace) -> int:
     from porchvariant.embedded.render import PipelineRenderer
-    from porchvariant.local import reconcile_manifests
+    from porchvariant.local import RemoteSettings, reconcile_manifests
 
     start_local_run(args.verbose)
     manifests = read_manifests(args.files)
     renderer = PipelineRenderer(in_process=_in_process_functions(getattr(args, "in_process_functions", "")))
+    remotes = RemoteSettings(**({"cache": args.git_cache} if args.git_cache else {}),
+                             fetch_period=args.git_fetch_period)
     run = reconcile_manifests(manifests, state=args.state, approve=args.approve, renderer=renderer,
-                              timeout=args.timeout)
+                              timeout=args.timeout, remotes=remotes)
     for note in run.notes:
         print(f"porchkit: note: {note}", file=sys.stderr)
     if args.output == "yaml":
@@ -95,6 +105,19 @@ def reconcile_files(args: argparse.Namespace) -> int:
     for problem in run.problems:
         print(f"porchkit: {problem}", file=sys.stderr)
     return 1 if run.problems else 0
+
+
+def _seconds(text: str) -> float:
+    """A duration flag: 45, 45s, 5m or 1h; argparse reports a bad one in one line."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    number, unit = (text[:-1], units[text[-1]]) if text[-1:] in units else (text, 1)
+    try:
+        value = float(number) * unit
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (45, 45s, 5m, 1h)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0")
+    return value
 
 
 def _dump(documents: Sequence[dict[str, Any]], out: IO[str]) -> None:

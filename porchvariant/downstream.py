@@ -223,9 +223,11 @@ def upgrade_draft(pv: Obj, source_pr: Obj, old_upstream_pr: Obj, new_upstream_pr
 
 
 def new_workspace_name(revisions: Sequence[Obj], package: str, repo: str) -> str:
-    """`packagevariant-<N+1>`, N the highest workspace number of the package's revisions in the repo."""
+    """`packagevariant-<N+1>`, N the highest workspace number of the package's revisions in the repo.
+    A revision without spec.packageName or spec.repository (or with null) has "" there, as Porch's
+    Go structs read it."""
     numbers = [workspace_number(_spec(pr).get("workspaceName")) for pr in revisions
-               if _spec(pr).get("packageName") == package and _spec(pr).get("repository") == repo]
+               if (_spec(pr).get("packageName") or "") == package and (_spec(pr).get("repository") or "") == repo]
     return f"{WORKSPACE_PREFIX}{max([0, *numbers]) + 1}"
 
 

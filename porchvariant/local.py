@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from porchvariant.crds import crds
+from porchvariant.embedded._gittransport import is_remote
+from porchvariant.embedded._porch_remotes import RemoteSettings
 from porchvariant.embedded.porch import EmbeddedPorch, Renderer
 from porchvariant.errors import PorchVariantError
 from porchvariant.manifests import Manifest
@@ -44,7 +46,7 @@ from reconcile.local import run_until_idle
 from reconcile.manager import Manager
 from reconcile.manifests import for_display
 
-__all__ = ["LOADED_FROM", "LocalRun", "RevisionChange", "reconcile_manifests", "serve_porch"]
+__all__ = ["LOADED_FROM", "LocalRun", "RemoteSettings", "RevisionChange", "reconcile_manifests", "serve_porch"]
 
 LOADED_FROM = "porchkit.dev/loaded-from"  # annotation on every object a local run loaded
 CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
@@ -80,21 +82,27 @@ class LocalRun:
 
 
 def serve_porch(cluster: EmbeddedCluster, renderer: Renderer | None = None, *,
-                announce_every: float | None = None) -> EmbeddedPorch:
+                announce_every: float | None = None, remotes: RemoteSettings | None = None) -> EmbeddedPorch:
     """Install the CRDs the controllers need (where missing) and serve Porch's API from git
-    (`announce_every`: see EmbeddedPorch; a local run registers its Repositories first)."""
+    (`announce_every`, `remotes`: see EmbeddedPorch; a local run registers its Repositories first)."""
     for crd in crds():
         if cluster.get(CRD, ObjectKey("", crd["metadata"]["name"])) is None:
             cluster.create(crd)
-    return EmbeddedPorch(cluster, renderer=renderer, announce_every=announce_every)
+    return EmbeddedPorch(cluster, renderer=renderer, announce_every=announce_every, remotes=remotes)
 
 
 def reconcile_manifests(manifests: Sequence[Manifest], *, state: Path | None = None, approve: bool = False,
-                        renderer: Renderer | None = None, timeout: float = 600.0) -> LocalRun:
+                        renderer: Renderer | None = None, timeout: float = 600.0,
+                        remotes: RemoteSettings | None = None) -> LocalRun:
     """Run the controllers over `manifests` (see the module docstring). Raises PorchVariantError for
-    an object the API server refuses, naming its file."""
+    an object the API server refuses, naming its file. Repositories on git servers are mirrored
+    under `remotes.cache` and fetched every `remotes.fetch_period` seconds; what a fetch finds is
+    announced to the controllers' watches."""
+    remotes = remotes or RemoteSettings()
     with EmbeddedCluster(persist_to=state) as cluster:
-        porch = serve_porch(cluster, renderer)
+        # Without a git server nothing changes behind the controllers' backs while they run.
+        announce = min(5.0, remotes.fetch_period) if any(_on_git_server(m) for m in manifests) else None
+        porch = serve_porch(cluster, renderer, remotes=remotes, announce_every=announce)
         try:
             notes = [f"{m.describe()}: ignored: package revisions come from the git repositories"
                      for m in manifests if _served_by_porch(m)]
@@ -139,6 +147,12 @@ def _load(cluster: EmbeddedCluster, manifests: Sequence[Manifest]) -> set[tuple[
         except ApiError as err:
             raise PorchVariantError(f"{manifest.describe()}: {err}") from None
     return wanted
+
+
+def _on_git_server(manifest: Manifest) -> bool:
+    spec = manifest.obj.get("spec")
+    git = spec.get("git") if isinstance(spec, dict) else None
+    return manifest.kind == "Repository" and isinstance(git, dict) and is_remote(str(git.get("repo") or ""))
 
 
 def _served_by_porch(manifest: Manifest) -> bool:

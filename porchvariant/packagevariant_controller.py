@@ -97,6 +97,10 @@ class PackageVariantController:
             status.stalled("RepositoryNotFound", missing)
             status.not_ready("Error", missing)
             return Done()  # a new Repository wakes it
+        if unready := self._unready_repositories(pv):
+            status.stalled("RepositoryNotReady", unready)
+            status.not_ready("Error", unready)
+            return Done()  # its Ready condition turning True wakes it
         try:
             upstream = find_upstream(pv, revisions)
         except UpstreamNotFound as err:
@@ -223,6 +227,18 @@ class PackageVariantController:
             repo = (spec.get(role) or {}).get("repo")
             if repo not in present:
                 return f'{role} repository "{repo}" not found in namespace "{namespace}"'
+        return ""
+
+    def _unready_repositories(self, pv: Obj) -> str:
+        """The first upstream or downstream Repository whose Ready condition is False (Porch's
+        repository controller, or the embedded Porch, could not use its git server), with why."""
+        spec, namespace = pv.get("spec") or {}, _namespace(pv)
+        found = {_name(repo): repo for repo in self.cache.list(REPOSITORY, namespace)}
+        for role in ("upstream", "downstream"):
+            name = (spec.get(role) or {}).get("repo")
+            ready = conditions.find(conditions.conditions_of(found.get(str(name)) or {}), READY)
+            if ready is not None and ready.get("status") == "False":
+                return f'{role} repository "{name}" is not ready: {ready.get("message") or ready.get("reason")}'
         return ""
 
     def _injectable(self, pv: Obj, files: Mapping[str, str]) -> list[Obj]:

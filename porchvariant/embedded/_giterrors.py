@@ -6,10 +6,13 @@
         ├── Conflict         a ref moved (or appeared) since it was read; re-read and retry
         ├── InvalidRequest   the request can never succeed as asked (wrong lifecycle, bad name,
         │                    no Kptfile, a checked-out branch git refuses to move)
-        └── GitCommandError  git itself failed unexpectedly; carries the command and stderr
+        ├── GitCommandError  git itself failed unexpectedly; carries the command and stderr
+        └── RemoteError      a git server could not be used (unreachable, authentication, TLS, a
+                             refusal, a missing Secret); carries a condition `reason`. Nothing
+                             was changed, neither there nor here
 
 The API layer maps them as an API server would: NotFound → 404, Conflict → 409, InvalidRequest →
-422, anything else → 500.
+422, anything else (RemoteError too) → 500.
 """
 
 from __future__ import annotations
@@ -43,3 +46,13 @@ class GitCommandError(GitRepositoryError):
         # The last line of stderr is git's own summary ("fatal: ..."); the rest stays on .stderr.
         last = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
         super().__init__(f"git {' '.join(args[:2])} failed ({returncode}): {last[:300]}")
+
+
+class RemoteError(GitRepositoryError):
+    """A git server could not be used; `reason` is a one-word condition reason
+    (AuthenticationFailed, TLSError, Unreachable, NotFound, Timeout, Rejected, ...), `stdout` what
+    git printed there (a push's porcelain report). The message never holds a credential."""
+
+    def __init__(self, message: str, *, reason: str = "Error", stdout: str = "") -> None:
+        super().__init__(message)
+        self.reason, self.stdout = reason, stdout

@@ -8,7 +8,9 @@ commit, a tree, a blob), alone or with a package path, so an entry is never stal
 * whether package P is at a commit (its tree, if P/Kptfile is a file there), and which packages
   are on a commit (one `git ls-tree -r`, kept for the last commit asked about: B's tip);
 * a tree's UTF-8 text files, and a metadata blob's content;
-* a commit's tasks for (P, ws), from the `kpt:` trailers of its history (`git log`).
+* a commit's tasks for (P, ws), from the `kpt:` trailers of its history (`git log`);
+* for B's tip, the newest commit of its history whose trailer names each package (who published
+  the placeholder, and when), read again only from where B moved (`git log new ^old`).
 
 `made` records what a write just produced (its commit, its package tree, its tasks, derived from
 its parent's when it has one parent), so that nothing this process wrote is read back from git.
@@ -19,13 +21,15 @@ Does not: know where refs point now (gitrepo.py asks git that every time) or Por
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from porchvariant.embedded import _gitmessages as messages
 from porchvariant.embedded import _gitrefs as refs
 from porchvariant.embedded._gitcli import Git
+from porchvariant.embedded._giterrors import GitCommandError
 from porchvariant.embedded._gitmessages import Task
 from porchvariant.embedded._gitobjects import ObjectStore
 from porchvariant.embedded._gitrefs import KPTFILE
@@ -35,6 +39,17 @@ _PACKAGE_CACHE_LIMIT = 100_000
 _CACHE_LIMIT = 10_000
 
 Target = tuple[str, str, int, str]  # commit, author email, author time, message
+_LOG_FIELDS = 4  # committer time, author email, author time, message (_PUBLICATION_FORMAT)
+_PUBLICATION_FORMAT = "--format=%ct%x00%ae%x00%at%x00%B%x00"
+
+
+class Publication(NamedTuple):
+    """A commit whose `kpt:` trailer names a package: its committer time (what orders history),
+    and its author's email and time (what Porch shows as publishedBy and publishTimestamp)."""
+
+    committed: int
+    email: str
+    when: int
 
 
 class ObjectFacts:
@@ -49,6 +64,7 @@ class ObjectFacts:
         self._files: dict[str, dict[str, str]] = {}  # tree -> text files
         self._tasks: dict[tuple[str, str, str], list[Task]] = {}  # (commit, P, ws) -> tasks
         self._metadata: dict[str, dict[str, Any]] = {}  # blob -> metadata
+        self._publications: tuple[str, dict[str, Publication]] = ("", {})  # B's tip -> P -> newest naming P
 
     def ref_infos(self, patterns: list[str]) -> Iterator[refs.RefInfo]:
         """The refs matching `patterns` that end at a commit (refs to trees and blobs are skipped).
@@ -107,13 +123,16 @@ class ObjectFacts:
         return clone(data)
 
     def tasks(self, commit: str, package: str, workspace: str) -> list[Task]:
-        """The tasks of (P, ws) at `commit`, oldest first, from its history's trailers (Porch's loadTasks)."""
+        """The tasks Porch's loadTasks gives (P, ws) at `commit`: its first task alone, or [].
+
+        Whole chains of tasks (`messages.task_chain`) are what is remembered, since a chain
+        extends by a commit's own tasks; the first task is taken from it on the way out."""
         key = (commit, package, workspace)
         found = self._tasks.get(key)
         if found is None:
             found = self._walk_tasks(commit, package, workspace)
             _remember(self._tasks, key, found)
-        return clone(found)
+        return clone(messages.first_task(found))
 
     def _walk_tasks(self, commit: str, package: str, workspace: str) -> list[Task]:
         """What `git log` would give, found by following single parents through the running
@@ -129,13 +148,35 @@ class ObjectFacts:
             parents = messages.commit_parents(found[1]) if found is not None and found[0] == "commit" else []
             if found is None or len(parents) > 1:
                 with self._git.stream("log", "--no-color", "--format=%B%x00", current) as out:
-                    return _joined(messages.tasks_from_history(_records(out), package, workspace), newer)
-            own = messages.tasks_from_history([messages.parse_commit(found[1])[2]], package, workspace)
+                    return _joined(messages.task_chain(_records(out), package, workspace), newer)
+            own = messages.task_chain([messages.parse_commit(found[1])[2]], package, workspace)
             newer.append(own)
             if any(task.get("type") in ("clone", "init") for task in own):
                 return _joined([], newer)
             current = parents[0] if parents else None
         return _joined([], newer)
+
+    def publications(self, tip: str) -> dict[str, Publication]:
+        """For each package P a `kpt:` trailer names in the history of `tip`: the newest such commit
+        (the greatest committer time; Porch's findLatestPackageCommit walks `git log` in that
+        order and stops at the first). Shared: callers do not change it.
+
+        Kept for the last tip asked about (B's). When B has moved on from it (it is an ancestor
+        of the new tip, as after an approval or a fetch), only the new commits are read; otherwise
+        the whole history is. `git log --grep` leaves out commits without a trailer.
+        """
+        held_tip, held = self._publications
+        if tip == held_tip:
+            return held
+        if held_tip and self._is_ancestor(held_tip, tip):
+            found = dict(held)
+            for package, newer in self._named(tip, "^" + held_tip).items():
+                if package not in found or newer.committed >= found[package].committed:
+                    found[package] = newer
+        else:
+            found = self._named(tip)
+        self._publications = (tip, found)
+        return found
 
     def made(self, commit: str, parents: list[str], author_email: str, when: int, message: str,
              package: str, workspace: str, tree: str) -> None:
@@ -148,7 +189,7 @@ class ObjectFacts:
         if len(parents) > 1:
             return  # `git log` interleaves the parents' histories by date: let `tasks` ask it
         # `git log` of a commit with one parent is the commit, then the parent's log; and it stops
-        # at the first clone or init task (tasks_from_history).
+        # at the first clone or init task (task_chain).
         task = next((note.get("task") for note in messages.kpt_annotations(message)), None)
         own = [task] if isinstance(task, dict) else []
         if not parents or (own and own[0].get("type") in ("clone", "init")):
@@ -159,6 +200,26 @@ class ObjectFacts:
                 return
             found = before + own
         _remember(self._tasks, (commit, package, workspace), found)
+
+    def _named(self, *revisions: str) -> dict[str, Publication]:
+        found: dict[str, Publication] = {}
+        with self._git.stream("log", "--no-color", "--grep=kpt:", _PUBLICATION_FORMAT, *revisions) as out:
+            fields = _records(out)
+            for committed, email, when, message in _groups(fields, _LOG_FIELDS):
+                entry = Publication(_number(committed), email, _number(when))
+                for note in messages.kpt_annotations(message):
+                    package = note.get("package")
+                    if isinstance(package, str) and (package not in found
+                                                     or entry.committed > found[package].committed):
+                        found[package] = entry
+        return found
+
+    def _is_ancestor(self, older: str, newer: str) -> bool:
+        try:
+            self._git.run("merge-base", "--is-ancestor", older, newer)
+        except GitCommandError:  # exit 1: not an ancestor; or an object git does not have
+            return False
+        return True
 
     def _read_target(self, target: str) -> Target | None:
         found = self._git.read_object(target)
@@ -194,6 +255,16 @@ def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
     if len(cache) >= _CACHE_LIMIT:
         cache.clear()
     cache[key] = value
+
+
+def _groups(fields: Iterator[str], size: int) -> Iterator[list[str]]:
+    """Consecutive groups of `size` fields (a last, incomplete one is dropped)."""
+    while len(group := list(itertools.islice(fields, size))) == size:
+        yield group
+
+
+def _number(text: str) -> int:
+    return int(text) if text.strip().isdigit() else 0
 
 
 def _records(stream: Iterable[bytes]) -> Iterator[str]:

@@ -3,9 +3,9 @@
 Owns: the `Revision` and `Lifecycle` values, and reading them back from one repository's refs
 for a branch B and a directory D: one `git for-each-ref` over B, drafts/, proposed/,
 deletionProposed/ and tags/ (or just one package's), the packages on B (placeholders), and
-whether each tag and draft holds a Kptfile (Porch lists nothing else); and `probe`, the cheap
-check that a revision read earlier is still where it was. What never changes about the objects
-involved is remembered by _gitfacts.py.
+whether each tag and draft holds a Kptfile (Porch lists nothing else); `probe`, the cheap
+check that a revision read earlier is still where it was; and `publication`, who published a
+revision and when. What never changes about the objects involved is remembered by _gitfacts.py.
 Does not: write anything, or lock (gitrepo.py).
 """
 
@@ -143,6 +143,19 @@ class RevisionReader:
             current = current and (answers[2] is not None) == (revision.lifecycle == Lifecycle.DELETION_PROPOSED)
         blob = metadata[0] if metadata is not None and metadata[1] == "blob" else ""
         return Probe(current, blob)
+
+    def publication(self, revision: Revision) -> tuple[str, int] | None:
+        """Who published the revision and when (author email, author time), as Porch's
+        status.publishedBy and publishTimestamp show them (buildGitPackageRevision): for a tag,
+        its commit's author; for the placeholder, the author of the newest commit in B's history
+        whose `kpt:` trailer names the package, None when no trailer does; None for a revision
+        that is not published."""
+        if revision.lifecycle not in (Lifecycle.PUBLISHED, Lifecycle.DELETION_PROPOSED):
+            return None
+        if not revision.is_placeholder:
+            return revision.author_email, revision.author_time
+        found = self._facts.publications(revision.commit).get(revision.package)
+        return None if found is None else (found.email, found.when)
 
     def metadata_blobs(self, revisions: Sequence[Revision]) -> list[str]:
         """The id of each revision's metadata blob, "" where it has none; one batched query."""

@@ -118,7 +118,24 @@ def trailer_workspace(message: str, package: str) -> str:
 
 
 def tasks_from_history(messages: Iterable[str], package: str, workspace: str) -> list[Task]:
-    """Porch's loadTasks over messages newest first: the (package, workspace) tasks, oldest first.
+    """Porch's loadTasks (pkg/externalrepo/git/git.go, since v1.5.3, PR #252) over messages newest
+    first: the revision's first task alone, or [] when its history records none.
+
+    That is the oldest first task (init, clone, edit, upgrade) among the (package, workspace)
+    trailers met down to the first clone or init; the tasks after it (render and the like, which
+    Porch before v1.5.3 listed too) are left out.
+    """
+    return first_task(task_chain(messages, package, workspace))
+
+
+def first_task(chain: Iterable[Task]) -> list[Task]:
+    """The tasks Porch shows for a `task_chain`: its first first-task, alone ([] when none)."""
+    return next(([task] for task in chain if is_first_task(task)), [])
+
+
+def task_chain(messages: Iterable[str], package: str, workspace: str) -> list[Task]:
+    """Every (package, workspace) task of the history, messages newest first, returned oldest first:
+    what Porch's loadTasks gave before v1.5.3, and what `first_task` reduces to what it gives now.
 
     Stops at the first clone or init task met. A trailer without workspaceName whose revision
     equals `workspace` also matches (revisions written before Porch had workspaces).

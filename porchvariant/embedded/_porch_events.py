@@ -43,6 +43,7 @@ class History:
         self._changes: deque[Change] = deque(maxlen=size)
         self._closed = False
         self._sequence = 0
+        self._last: dict[tuple[Kind, str, str], tuple[str, int]] = {}  # (kind, ns, name) -> (type, version)
 
     @property
     def current(self) -> int:
@@ -74,7 +75,14 @@ class History:
             version = int(obj["metadata"]["resourceVersion"])
             self._sequence += 1
             self._changes.append(Change(self._sequence, version, kind, event_type, obj))
+            meta = obj["metadata"]
+            self._last[(kind, str(meta.get("namespace") or ""), str(meta["name"]))] = (event_type, version)
             self._condition.notify_all()
+
+    def last(self, kind: Kind, namespace: str, name: str) -> tuple[str, int] | None:
+        """The type and version of the last change recorded for the object, None if there was none."""
+        with self._condition:
+            return self._last.get((kind, namespace, name))
 
     def close(self) -> None:
         with self._condition:

@@ -4,7 +4,10 @@ Owns: Porch's API rules about a first task's sources: the revisions it names mus
 namespace, may not be a placeholder (Porch's messages), an edit copies a published revision of
 the same package, an upgrade is `resource-merge` only; and which task function of _porch_tasks.py
 makes the new package's files (a clone into a deployment Repository also gets its package context).
-Every refusal is a BadRequest with the message Porch gives.
+Every refusal is a BadRequest. The placeholder and edit refusals carry the messages Porch gives
+(pkg/task/edit.go, clone.go, upgrade.go), though Porch wraps a task's error in a 500 InternalError
+("Internal error occurred: <message>"): a refused task is the client's error here. A source that
+does not exist, or an upgrade strategy other than resource-merge, is refused in porchkit's words.
 Does not: write anything (porch.py stores the files, after rendering them).
 """
 
@@ -65,10 +68,13 @@ class FirstTasks:
 
 
 def _edit(served: Repositories, repos: list[Repo], repo: Repo, package: str, edit: Mapping[str, Any]) -> dict[str, str]:
+    # Porch's editPackageMutation.apply (pkg/task/edit.go) checks in this order: same package,
+    # not the placeholder, published.
     source_name = str((edit.get("sourceRef") or {}).get("name") or "")
-    source = _source(served, repos, repo.namespace, source_name, "source")
+    source = _source(served, repos, repo.namespace, source_name, "source", placeholder_ok=True)
     if source.repo.name != repo.name or source.revision.name != package:
-        raise BadRequest(f"source revision {source_name} is not of package {repo.name}/{package}")
+        raise BadRequest(f"source revision must be from same package {repo.name}/{package}")
+    _refuse_placeholder(source, source_name, "source")
     if source.revision.lifecycle not in (Lifecycle.PUBLISHED, Lifecycle.DELETION_PROPOSED):
         raise BadRequest("source revision must be published")
     return source.repo.git.read_resources(source.revision)
@@ -88,13 +94,19 @@ def _upgrade(served: Repositories, repos: list[Repo], repo: Repo, upgrade: Mappi
                           local.repo.git.read_resources(local.revision), upstream)
 
 
-def _source(served: Repositories, repos: list[Repo], namespace: str, name: str, role: str) -> Found:
+def _source(served: Repositories, repos: list[Repo], namespace: str, name: str, role: str, *,
+            placeholder_ok: bool = False) -> Found:
     found = served.find(repos, name) if name else None
     if found is None:
         raise BadRequest(f"{role} package revision {name!r} not found in namespace {namespace!r}")
+    if not placeholder_ok:
+        _refuse_placeholder(found, name, role)
+    return found
+
+
+def _refuse_placeholder(found: Found, name: str, role: str) -> None:
     if found.repo.is_placeholder(found.revision):
         raise BadRequest(f"{role} revision may not be the placeholder package revision {found.repo.name}/{name}")
-    return found
 
 
 def _short_ref(ref: str) -> str:

@@ -2,9 +2,11 @@
 
 Owns: turning the cluster's `config.porch.kpt.dev` Repository objects into open git handles
 (`Repo`), and finding a revision by its PackageRevision name. A Repository is served when it is
-`spec.type: git` and `spec.git.repo` is a local path or file:// URL (a remote URL is skipped:
-porchkit does not fetch); its handle is opened on first use and reopened only when `spec.git`
-changes. The Repository objects are read by `listing` (without the caller's lock: the cluster has
+`spec.type: git` and `spec.git.repo` is a local path, a file:// URL or an https:// URL (a git
+server: _porch_remotes.py has its credentials, mirror, fetch schedule, back-off and Ready
+condition); its handle is opened on first use and reopened only when `spec.git` changes. A
+remote one is fetched again when its period is over, on the first call that lists it then.
+The Repository objects are read by `listing` (without the caller's lock: the cluster has
 its own), and `of` turns them into Repos, reusing the last ones for as long as the Repositories
 keep their resourceVersions (one that could not be opened, e.g. whose branch does not exist yet,
 is tried again every time).
@@ -29,8 +31,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from porchvariant.embedded import _porch_remotes as remotes
 from porchvariant.embedded import _porch_tasks as tasks
 from porchvariant.embedded import gitrepo
+from porchvariant.embedded._gittransport import is_remote
+from porchvariant.embedded._porch_remotes import RemoteSettings, Schedule
 from porchvariant.embedded.gitrepo import GitPackageRepository, Revision
 from porchvariant.porch_client import REPOSITORY
 from reconcile.cluster import Cluster, Obj
@@ -82,15 +87,18 @@ class _Handle:
     key: str  # spec.git, as JSON: a change reopens the handle
     git: GitPackageRepository
     index: Index = field(default_factory=Index)
+    schedule: Schedule | None = None  # a remote's next fetch; None for a local repository
 
 
 class Repositories:
     """The served Repositories of one cluster; not thread-safe (EmbeddedPorch holds its lock),
     except `listing`."""
 
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster  # where the Repository objects are listed
+    def __init__(self, cluster: Cluster, remotes: RemoteSettings | None = None) -> None:
+        self.cluster = cluster  # where the Repository objects (and their Secrets) are read
+        self.remotes = remotes or RemoteSettings()
         self._handles: dict[tuple[str, str], _Handle] = {}  # (namespace, name)
+        self._failing: dict[tuple[str, str], tuple[str, Schedule]] = {}  # remotes that could not be opened
         self._last: dict[str, tuple[tuple[tuple[str, str, str], ...], list[Repo]]] = {}
 
     def close(self) -> None:
@@ -111,7 +119,7 @@ class Repositories:
         stamp = tuple((str(item["metadata"].get("namespace") or ""), str(item["metadata"]["name"]),
                        str(item["metadata"].get("resourceVersion") or "")) for item in listing)
         last = self._last.get(namespace)
-        if last is not None and last[0] == stamp:
+        if last is not None and last[0] == stamp and not self._fetch_due(last[1]):
             return last[1]
         repos: list[Repo] = []
         complete = True
@@ -136,7 +144,7 @@ class Repositories:
             if repo.name == name:
                 return repo
         raise NotFound(f'repositories.config.porch.kpt.dev "{name}" not found '
-                       "(or not a local git repository the embedded Porch serves)")
+                       "(or not served by the embedded Porch now: see the Repository's Ready condition)")
 
     def listed(self, repo: Repo) -> list[Found]:
         """Every revision of the repository as git holds it now; the index is replaced by them."""
@@ -199,8 +207,10 @@ class Repositories:
     def _repo(self, item: Obj) -> Repo | None:
         spec = item.get("spec") or {}
         git = spec.get("git") or {}
-        path = tasks.local_path(str(git["repo"])) if git.get("repo") else None
-        if spec.get("type") != "git" or path is None:
+        url = str(git.get("repo") or "")
+        remote = bool(url) and is_remote(url)
+        path = tasks.local_path(url) if url and not remote else None
+        if spec.get("type") != "git" or (path is None and not remote):
             return None
         meta = item["metadata"]
         where = (str(meta.get("namespace") or ""), str(meta["name"]))
@@ -210,13 +220,57 @@ class Repositories:
             if handle is not None:
                 handle.git.close()
                 del self._handles[where]
-            handle = _Handle(key, _open(path, git))
+            handle = self._open_remote(where, key, item) if remote else _Handle(key, _open(str(path), git))
             self._handles[where] = handle
+        elif handle.schedule is not None:
+            self._fetch_if_due(handle, item)
         annotations = meta.get("annotations") or {}
-        return Repo(where[0], where[1], str(git["repo"]), handle.git.branch, bool(spec.get("deployment")),
+        return Repo(where[0], where[1], url, handle.git.branch, bool(spec.get("deployment")),
                     annotations.get(ALLOW_EXEC_ANNOTATION) == "true", handle.git, handle.index)
 
+    def _open_remote(self, where: tuple[str, str], key: str, item: Obj) -> _Handle:
+        """Open (fetch) a remote Repository, unless it failed with this spec and its back-off is
+        not over: then its last error again, without going to the server."""
+        now = self.remotes.clock()
+        failing = self._failing.get(where)
+        schedule = failing[1] if failing is not None and failing[0] == key else Schedule()
+        if schedule.error is not None and not schedule.due(now):
+            raise schedule.error
+        try:
+            git = remotes.open_remote(self.cluster, item, self.remotes)
+        except gitrepo.GitRepositoryError as err:
+            schedule.failed(now, err)
+            self._failing[where] = (key, schedule)
+            remotes.write_ready(self.cluster, item, err)
+            raise
+        self._failing.pop(where, None)
+        schedule.succeeded(now, remotes.fetch_period(item, self.remotes.fetch_period))
+        remotes.write_ready(self.cluster, item, None)
+        return _Handle(key, git, schedule=schedule)
+
+    def _fetch_if_due(self, handle: _Handle, item: Obj) -> None:
+        """Fetch an open remote whose period (or back-off) is over; a failure keeps the mirror's
+        content served, sets Ready=False and is tried again after the back-off."""
+        assert handle.schedule is not None
+        now = self.remotes.clock()
+        if handle.schedule.due(now):
+            try:
+                handle.git.fetch()
+            except gitrepo.GitRepositoryError as err:
+                handle.schedule.failed(now, err)
+            else:
+                handle.schedule.succeeded(now, remotes.fetch_period(item, self.remotes.fetch_period))
+        remotes.write_ready(self.cluster, item, handle.schedule.error)
+
+    def _fetch_due(self, repos: list[Repo]) -> bool:
+        now = self.remotes.clock()
+        return any(handle.schedule is not None and handle.schedule.due(now)
+                   for handle in (self._handles.get((repo.namespace, repo.name)) for repo in repos)
+                   if handle is not None)
+
     def _close_unlisted(self, namespace: str, listed: set[tuple[str, str]]) -> None:
+        for where in [w for w in self._failing if (not namespace or w[0] == namespace) and w not in listed]:
+            del self._failing[where]
         for where in [w for w in self._handles if (not namespace or w[0] == namespace) and w not in listed]:
             self._handles.pop(where).git.close()
             for scope in [s for s in self._last if not s or s == where[0]]:

@@ -25,6 +25,16 @@ Porch gets from a push. In a non-bare repository git's own rule for pushes appli
 checked out in a working tree is not moved unless `receive.denyCurrentBranch` is `ignore` or
 `warn` (the working tree is never touched).
 
+Remote repositories. Given a `remote` (a _gitmirror.Mirror), the handle works on that local
+mirror exactly as on a local repository, fetches it when opened (and on `fetch()`), and before
+any of its refs move, `_move_refs` pushes the same change to the server, atomically and with a
+lease on every ref's old value (_gitmirror.py); only after the server took it do the mirror's
+refs move, so a write is visible only once it is on the server. When the server moved first (a
+lost lease), the mirror is fetched and the whole operation runs again on what is there now, up to
+PUSH_ATTEMPTS times, then Conflict; a value the caller brought (the draft it read) that is no
+longer the server's fails at once with Conflict. `verify` lines are checked against the mirror
+only (a push cannot verify a ref it does not change).
+
 Crash safety. Every change writes its objects first (blobs, trees, commit; unreferenced until the
 end, so invisible) and then moves all of its refs in one `git update-ref` transaction,
 each ref with its expected old value. A process killed before the transaction leaves only
@@ -65,13 +75,14 @@ Proposed revision (the API layer enforces Porch's rule).
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from types import TracebackType
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from porchvariant.embedded import _gitmessages as messages
 from porchvariant.embedded import _gitrefs as refs
@@ -82,10 +93,12 @@ from porchvariant.embedded._giterrors import (
     GitRepositoryError,
     InvalidRequest,
     NotFound,
+    RemoteError,
 )
 from porchvariant.embedded._gitfacts import ObjectFacts, metadata_bytes, text_of
 from porchvariant.embedded._gitlisting import Lifecycle, Probe, Revision, RevisionReader, package_name
 from porchvariant.embedded._gitmessages import PORCH_SIGNATURE, Signature, Task
+from porchvariant.embedded._gitmirror import Mirror, PushRejected, RefUpdate
 from porchvariant.embedded._gitobjects import EXEC_MODE, FILE_MODE, FILE_MODES, ObjectStore, Plan
 from porchvariant.embedded._gitrefs import KPTFILE
 
@@ -99,14 +112,37 @@ __all__ = [
     "Lifecycle",
     "NotFound",
     "Probe",
+    "RemoteError",
     "Revision",
     "Signature",
 ]
 
 LOCK_FILE = "porchkit.lock"
+PUSH_ATTEMPTS = 3  # a write whose push lost a race is run again on a fresh fetch, at most this often
 METADATA_FIELDS = ("labels", "annotations", "ownerReferences", "finalizers")
 
 _DENY_OFF = frozenset({"ignore", "warn", "false", "no", "off", "0"})
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _retried_on_lost_push(method: Callable[Concatenate[GitPackageRepository, _P], _R],
+                          ) -> Callable[Concatenate[GitPackageRepository, _P], _R]:
+    """Run a write again on a fresh fetch when its push lost a race (see the module doc)."""
+
+    @functools.wraps(method)
+    def wrapper(self: GitPackageRepository, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        for attempt in range(1, PUSH_ATTEMPTS + 1):
+            try:
+                return method(self, *args, **kwargs)
+            except PushRejected as err:
+                self.fetch()
+                if attempt == PUSH_ATTEMPTS:
+                    raise Conflict(f"{err} ({PUSH_ATTEMPTS} attempts); try again") from err
+        raise AssertionError("unreachable")
+
+    return wrapper
 
 
 class GitPackageRepository:
@@ -121,14 +157,19 @@ class GitPackageRepository:
         author: str = "",
         email: str = "",
         create_branch: bool = False,
+        remote: Mirror | None = None,
     ) -> None:
         """Open `location` (a path or file:// URL); NotFound if it or the branch is missing.
+
+        With `remote`, `location` is ignored: the handle works on the remote's mirror, fetched
+        now (RemoteError if the server cannot be used), and pushes every write there first.
 
         `author`/`email` are the Repository's spec.git.author/email; either one set makes every
         commit's author (the name falls back to the email, as in Porch), otherwise commits are
         authored by Porch's own signature. `create_branch` is spec.git.createBranch.
         """
-        self.location = os.fspath(location)
+        self._remote = remote
+        self.location = remote.url if remote is not None else os.fspath(location)
         self.branch = branch
         self.directory = directory.strip("/")
         if problem := refs.path_problem(branch, "branch"):
@@ -137,7 +178,7 @@ class GitPackageRepository:
             raise InvalidRequest(problem)
         name, mail = messages.clean_identity(author), messages.clean_identity(email)
         self.author = Signature(name or mail, mail) if (name or mail) else PORCH_SIGNATURE
-        found = open_git_dir(self.location)
+        found = open_git_dir(str(remote.path) if remote is not None else self.location)
         self.git_dir, self.bare = found.path, found.bare
         self._git = Git(self.git_dir)
         self._objects = ObjectStore(self._git, found.algorithm, found.objects)
@@ -147,6 +188,8 @@ class GitPackageRepository:
         self._facts = ObjectFacts(self._git, self._objects, self.directory, METADATA_FIELDS)
         self._reader = RevisionReader(self._git, self._facts, branch, self.directory)
         try:
+            if remote is not None:
+                self.fetch()
             if self._read_ref(refs.branch_ref(branch)) is None:
                 if not create_branch:
                     raise NotFound(f"branch {branch!r} does not exist in {self.location}")
@@ -160,6 +203,18 @@ class GitPackageRepository:
     def close(self) -> None:
         """Stop this handle's git processes; idempotent (a later call would start them again)."""
         self._git.close()
+
+    @property
+    def is_remote(self) -> bool:
+        return self._remote is not None
+
+    def fetch(self) -> None:
+        """Make the mirror the remote's refs (a no-op for a local repository); RemoteError if the
+        server cannot be used. Takes the write lock, so no write of this handle sees it half done."""
+        if self._remote is None:
+            return
+        with self._exclusive():
+            self._remote.fetch()
 
     def __enter__(self) -> GitPackageRepository:
         return self
@@ -201,8 +256,13 @@ class GitPackageRepository:
         return self._facts.text_files(revision.tree)
 
     def tasks(self, revision: Revision) -> list[Task]:
-        """The revision's tasks, oldest first, from the `kpt:` trailers in its history (Porch's loadTasks)."""
+        """The revision's first task alone (or []), from the `kpt:` trailers in its history (Porch's loadTasks)."""
         return self._facts.tasks(revision.commit, revision.package, revision.workspace)
+
+    def publication(self, revision: Revision) -> tuple[str, int] | None:
+        """Who published the revision and when (author email, author time); None if unknown or not
+        published. For the placeholder: the newest commit on B whose `kpt:` trailer names P."""
+        return self._reader.publication(revision)
 
     def read_metadata(self, revision: Revision, *, blob: str | None = None) -> dict[str, Any]:
         """The metadata stored for (P, ws): a dict with any of METADATA_FIELDS, {} if none.
@@ -244,6 +304,7 @@ class GitPackageRepository:
 
     # Writing -----------------------------------------------------------------------------------
 
+    @_retried_on_lost_push
     def create_draft(self, package: str, workspace: str, files: Mapping[str, str | bytes],
                      *, task: Task | None = None, metadata: Mapping[str, Any] | None = None) -> Revision:
         """A new Draft `drafts/P/ws`: one commit on B's tip holding exactly `files` at P.
@@ -272,6 +333,7 @@ class GitPackageRepository:
         self._facts.made(commit, [tip] if tip else [], self.author.email, when, message, package, workspace, tree)
         return self._new_revision(package, workspace, 0, Lifecycle.DRAFT, "", ref, commit, tree, when)
 
+    @_retried_on_lost_push
     def write_resources(self, revision: Revision, files: Mapping[str, str | bytes], *,
                         task: Task | None = None, keep_binary: bool = True) -> Revision:
         """One commit on a Draft's branch replacing the package with `files`; the new Revision.
@@ -302,16 +364,19 @@ class GitPackageRepository:
         return self._new_revision(revision.package, revision.workspace, 0, Lifecycle.DRAFT, "",
                                   revision.ref, commit, tree, when)
 
+    @_retried_on_lost_push
     def propose(self, revision: Revision) -> Revision:
         """Draft → Proposed: `drafts/P/ws` becomes `proposed/P/ws` (same commit)."""
         self._require(revision, Lifecycle.DRAFT, "propose")
         return self._rename(revision, refs.proposed_ref(revision.package, revision.workspace), Lifecycle.PROPOSED)
 
+    @_retried_on_lost_push
     def reject(self, revision: Revision) -> Revision:
         """Proposed → Draft: `proposed/P/ws` becomes `drafts/P/ws` again."""
         self._require(revision, Lifecycle.PROPOSED, "reject")
         return self._rename(revision, refs.draft_ref(revision.package, revision.workspace), Lifecycle.DRAFT)
 
+    @_retried_on_lost_push
     def approve(self, revision: Revision) -> Revision:
         """Publish a Draft or Proposed revision as `P/vN`, N = highest published N of P + 1.
 
@@ -341,6 +406,7 @@ class GitPackageRepository:
         return self._new_revision(revision.package, revision.workspace, number, Lifecycle.PUBLISHED,
                                   f"v{number}", tag, commit, revision.tree, when)
 
+    @_retried_on_lost_push
     def propose_deletion(self, revision: Revision) -> Revision:
         """Published → DeletionProposed: branch `deletionProposed/P/<version>` at the revision's commit."""
         self._require(revision, Lifecycle.PUBLISHED, "propose deletion of")
@@ -349,6 +415,7 @@ class GitPackageRepository:
             self._move_refs([f"create {marker} {revision.commit}"])
         return replace(revision, lifecycle=Lifecycle.DELETION_PROPOSED)
 
+    @_retried_on_lost_push
     def reject_deletion(self, revision: Revision) -> Revision:
         """DeletionProposed → Published: the marker branch is deleted."""
         self._require(revision, Lifecycle.DELETION_PROPOSED, "reject deletion of")
@@ -356,6 +423,7 @@ class GitPackageRepository:
             self._move_refs([f"delete {refs.deletion_proposed_ref(revision.package, revision.version)}"])
         return replace(revision, lifecycle=Lifecycle.PUBLISHED)
 
+    @_retried_on_lost_push
     def delete(self, revision: Revision) -> None:
         """Delete a revision and its metadata, as Porch's DeletePackageRevision does.
 
@@ -373,6 +441,7 @@ class GitPackageRepository:
             else:
                 self._delete_placeholder(revision, [marker, metadata])
 
+    @_retried_on_lost_push
     def write_metadata(self, revision: Revision, metadata: Mapping[str, Any]) -> str:
         """Store (P, ws)'s metadata in git, replacing what was there; an all-empty dict removes it.
 
@@ -415,7 +484,36 @@ class GitPackageRepository:
                 raise InvalidRequest(
                     f"branch {sorted(checked_out)[0]} is checked out in a working tree of {self.location}; "
                     "use a bare repository or set receive.denyCurrentBranch=ignore")
-        self._git.update_refs(lines)
+        if self._remote is None:
+            self._git.update_refs(lines)
+            return
+        # The mirror first (a stale value the caller brought fails here, before the network),
+        # then the server, then the mirror's refs: a write is visible once the server has it.
+        if checks := [check for line in lines if (check := _verify_line(line, self._zero))]:
+            self._git.update_refs(checks)
+        self._remote.push(self._push_updates(lines))
+        try:
+            self._git.update_refs(lines)
+        except Conflict:
+            self._remote.fetch()  # only a writer outside the lock moves the mirror: the server is right
+
+    def _push_updates(self, lines: list[str]) -> list[RefUpdate]:
+        """The server-side changes of an update-ref transaction, each with the value the mirror
+        holds now where the line names none (`verify` lines push nothing; deleting an absent ref
+        is no change)."""
+        words = [line.split() for line in lines if not line.startswith("verify ")]
+        unnamed = [w[1] for w in words if (w[0] == "update" and len(w) == 3) or (w[0] == "delete" and len(w) == 2)]
+        current = dict(zip(unnamed, [f[0] if f else None for f in self._git.object_info(unnamed)], strict=True))
+        updates = []
+        for word in words:
+            op, ref = word[0], word[1]
+            if op == "create":
+                updates.append(RefUpdate(ref, word[2], None))
+            elif op == "update":
+                updates.append(RefUpdate(ref, word[2], word[3] if len(word) == 4 else current[ref]))
+            elif (old := word[2] if len(word) == 3 else current[ref]) is not None:  # delete
+                updates.append(RefUpdate(ref, None, old))
+        return updates
 
     def _deny_current_branch(self) -> bool:
         try:
@@ -463,6 +561,7 @@ class GitPackageRepository:
             lines.insert(0, f"update {branch_ref} {commit} {tip}")
         self._move_refs(lines)
 
+    @_retried_on_lost_push
     def _create_branch(self) -> None:
         """Porch's createBranch: a root commit holding README.md, by Porch's own signature."""
         branch_ref = refs.branch_ref(self.branch)
@@ -504,6 +603,18 @@ class GitPackageRepository:
         return Revision(package, package_name(package, self.directory), workspace, number, lifecycle, version, ref,
                         commit, commit, tree, self.author.email, when)
 
+
+
+def _verify_line(line: str, zero: str) -> str:
+    """The `verify` that checks the old value a transaction line names ("" when it names none)."""
+    word = line.split()
+    if word[0] == "create":
+        return f"verify {word[1]} {zero}"
+    if word[0] == "update" and len(word) == 4:
+        return f"verify {word[1]} {word[3]}"
+    if word[0] in ("delete", "verify") and len(word) == 3:
+        return f"verify {word[1]} {word[2]}"
+    return ""
 
 
 def _kept_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,23 +16,27 @@ data.package-path); Draft ⇄ Proposed, Published ⇄ DeletionProposed by update
 Published only through the `approval` subresource; resources change only in a Draft, rendered by
 the `Renderer` on the way in (on create too), and a failed render refuses the write unless the
 revision is annotated PUSH_ON_RENDER_FAILURE; the renderer may run `exec:` functions only for a
-Repository annotated ALLOW_EXEC_ANNOTATION: "true"; Published revisions are deleted only once
-DeletionProposed; a stale resourceVersion is a Conflict. resourceVersions are integers of this
-process (`_porch_events`), and watches replay this process's changes.
+Repository annotated ALLOW_EXEC_ANNOTATION: "true"; a Published revision, the placeholder
+included, is deleted only once DeletionProposed (403 Forbidden, Porch's words); the latest
+published revision of each package carries LATEST_REVISION, which clients may not set or change
+(422, Porch's words since v1.5.4); a stale resourceVersion is a Conflict. resourceVersions are
+integers of this process (`_porch_events`), and watches replay this process's changes.
 
 Speed: a get, and every write, reads git through running `git cat-file` and `git update-ref`
 processes and caches (objects are rebuilt only when what git holds for them changed, and are
 copied outside the lock); a list asks git for every ref; the Repository objects are read before
 the lock is taken.
 
-Deviations from Porch: no `kpt.dev/latest-revision` label, `spec.packageMetadata`, `selfLock`
-or `deployment` status; server-side apply and status updates are refused (MethodNotAllowed);
-the clone's Kptfile `metadata.name` is the last segment of the package path; a deletionTimestamp
-(a delete waiting on finalizers) is kept in memory only, so after a restart the revision is
+Deviations from Porch: no `spec.packageMetadata`, `selfLock` or `deployment` status; a refused
+first task is a 400 BadRequest with Porch's message (Porch answers 500 InternalError); an
+approval announces (MODIFIED) the revision that lost LATEST_REVISION, which Porch leaves unsaid;
+server-side apply and status updates are refused (MethodNotAllowed); the clone's Kptfile
+`metadata.name` is the last segment of the package path; a deletionTimestamp (a delete waiting
+on finalizers) is kept in memory only, so after a restart the revision is
 served again without it (the finalizers themselves are in git); changes made to git behind the
-server's back get new resourceVersions when read but no watch events, and so do the revisions of
-a Repository registered after a watch began unless `announce_every` is set (a list shows them;
-Porch announces them); a create
+server's back (or fetched from a git server) get new resourceVersions when read but no watch
+events, and so do the revisions of a Repository registered after a watch began, unless
+`announce_every` is set (a list shows them; Porch announces them); a create
 does not see a revision published behind its back, under the same workspace name, since it last
 listed that repository (Porch's own check reads its cache, which can be as old).
 """
@@ -51,7 +55,14 @@ from typing import Any
 from porchvariant.embedded import gitrepo
 from porchvariant.embedded._porch_events import Change, History, WatchStream
 from porchvariant.embedded._porch_first_task import FirstTasks
-from porchvariant.embedded._porch_objects import Objects, timestamp
+from porchvariant.embedded._porch_objects import (
+    LATEST_REVISION,
+    Objects,
+    latest_revisions,
+    timestamp,
+    without_latest_label,
+)
+from porchvariant.embedded._porch_remotes import RemoteSettings
 from porchvariant.embedded._porch_repos import ALLOW_EXEC_ANNOTATION, Found, Repo, Repositories
 from porchvariant.embedded.gitrepo import Lifecycle
 from porchvariant.embedded.render import RenderContext, Renderer, no_render
@@ -74,10 +85,12 @@ from reconcile.errors import (
     ApiError,
     BadRequest,
     Conflict,
+    Forbidden,
     Invalid,
     MethodNotAllowed,
     NotFound,
     ServerError,
+    make_status,
 )
 from reconcile.patching import apply_patch, clone
 from reconcile.selectors import parse_fields, parse_labels
@@ -89,6 +102,9 @@ PACKAGE_REVISION_INFO = ResourceInfo(PACKAGE_REVISION, "packagerevisions", True,
 PACKAGE_REVISION_RESOURCES_INFO = ResourceInfo(PACKAGE_REVISION_RESOURCES, "packagerevisionresources", True)
 PUSH_ON_RENDER_FAILURE = "porch.kpt.dev/push-on-render-failure"
 _GROUP = "porch.kpt.dev"
+# Porch's words (pkg/registry/porch/packagecommon.go, validateDelete), answered with 403 Forbidden.
+_PROPOSE_DELETION_FIRST = ("published PackageRevisions must be proposed for deletion by setting spec.lifecycle "
+                           "to 'DeletionProposed' prior to deletion")
 _PLURALS = {PACKAGE_REVISION: "packagerevisions", PACKAGE_REVISION_RESOURCES: "packagerevisionresources"}
 
 
@@ -96,17 +112,19 @@ class EmbeddedPorch:
     """The PackageRevision storage of one cluster; `close()` it (or use `with`)."""
 
     def __init__(self, cluster: EmbeddedCluster, *, renderer: Renderer | None = None, history: int = 1000,
-                 repositories_from: Cluster | None = None, announce_every: float | None = None) -> None:
+                 repositories_from: Cluster | None = None, announce_every: float | None = None,
+                 remotes: RemoteSettings | None = None) -> None:
         """Serve on `cluster` the revisions of the Repositories listed in `repositories_from`
         (default: `cluster` itself; a real API server's, when its porch.kpt.dev group is routed
         here by a reconcile.routing.RoutedCluster). With `announce_every` (seconds), a thread
         calls `announce_repositories` that often, for servers whose Repositories come and go
-        while informers watch."""
+        while informers watch, or whose git servers others push to. `remotes`: where the mirrors
+        of Repositories on git servers live and how often they are fetched."""
         self.cluster = cluster
         self.renderer: Renderer = renderer or no_render
         self._lock = threading.RLock()
         self._history = History(history)
-        self._repos = Repositories(repositories_from if repositories_from is not None else cluster)
+        self._repos = Repositories(repositories_from if repositories_from is not None else cluster, remotes)
         self._objects = Objects(self._history)
         self._first_tasks = FirstTasks(self._repos)
         self._deleting: dict[tuple[str, str], str] = {}  # (ns, name) -> deletionTimestamp
@@ -116,7 +134,7 @@ class EmbeddedPorch:
                 cluster.serve(info.kind, self)  # already defined (a CRD): take it over
             except NotFound:
                 cluster.serve(info, self)
-        self._announced: dict[tuple[str, str], list[tuple[Kind, Obj]]] | None = None
+        self._announced: dict[tuple[Kind, str, str], Obj] | None = None
         self._stop = threading.Event()
         if announce_every is not None:
             self.announce_repositories()  # what is served now is what watchers can list
@@ -131,27 +149,40 @@ class EmbeddedPorch:
             self._repos.close()
 
     def announce_repositories(self) -> None:
-        """Watch events for the revisions of Repositories registered (ADDED) or gone (DELETED) since
-        the last call; the first call only takes note of what is served. Porch announces a new
-        Repository's packages; without this, a watch begun before it was registered never sees them."""
+        """Watch events for every revision that appeared (ADDED), changed (MODIFIED) or went
+        (DELETED) since the last call other than through this server's own writes (which record
+        their events themselves): a Repository registered or removed, a git server fetched, a
+        `git push` behind its back. The first call only takes note of what is served. Porch
+        announces these too; without this, a watch never sees them."""
         listing = self._repos.listing("")
         with self._lock, _git_errors():
-            served = {(repo.namespace, repo.name): [(kind, self._object(kind, found))
-                                                    for found in self._repos.listed(repo)
-                                                    for kind in (PACKAGE_REVISION, PACKAGE_REVISION_RESOURCES)]
-                      for repo in self._repos.of("", listing)}
+            served = {(kind, obj["metadata"]["namespace"], obj["metadata"]["name"]): obj
+                      for repo in self._repos.of("", listing)
+                      for found, latest in _with_latest(self._repos.listed(repo))
+                      for kind in (PACKAGE_REVISION, PACKAGE_REVISION_RESOURCES)
+                      for obj in (self._object(kind, found, latest=latest),)}
             if self._announced is not None:
-                for key in served.keys() - self._announced.keys():
-                    for kind, obj in served[key]:
-                        self._history.record(kind, "ADDED", obj)
-                for key in self._announced.keys() - served.keys():
-                    versions: dict[str, str] = {}  # one per revision, shared by its two kinds
-                    for kind, obj in self._announced[key]:
-                        name = obj["metadata"]["name"]
-                        version = versions.setdefault(name, str(self._history.bump()))
-                        self._history.record(kind, "DELETED", {**obj, "metadata": {**obj["metadata"],
-                                                                                  "resourceVersion": version}})
+                self._announce_changes(self._announced, served)
             self._announced = served
+
+    def _announce_changes(self, before: dict[tuple[Kind, str, str], Obj], after: dict[tuple[Kind, str, str], Obj],
+                          ) -> None:
+        for key, obj in after.items():
+            last = self._history.last(*key)
+            known = last[1] if last is not None and last[0] != "DELETED" else (
+                int(before[key]["metadata"]["resourceVersion"]) if key in before and last is None else None)
+            version = int(obj["metadata"]["resourceVersion"])
+            if known != version:
+                self._history.record(key[0], "ADDED" if known is None else "MODIFIED", obj)
+        versions: dict[tuple[str, str], str] = {}  # one per revision, shared by its two kinds
+        for key in before.keys() - after.keys():
+            last = self._history.last(*key)
+            if last is not None and last[0] == "DELETED":
+                continue  # deleted through this server, which said so
+            obj = before[key]
+            deleted_version = versions.setdefault(key[1:], str(self._history.bump()))
+            gone = {**obj, "metadata": {**obj["metadata"], "resourceVersion": deleted_version}}
+            self._history.record(key[0], "DELETED", gone)
 
     def _announce_loop(self, interval: float) -> None:
         while not self._stop.wait(interval):
@@ -184,8 +215,8 @@ class EmbeddedPorch:
         with self._lock, _git_errors():
             shared = []
             for repo in self._repos.of(namespace, listing):
-                for found in self._repos.listed(repo):
-                    obj = self._object(kind, found)
+                for found, latest in _with_latest(self._repos.listed(repo)):
+                    obj = self._object(kind, found, latest=latest)
                     if label_selector.matches(obj["metadata"].get("labels")) and field_selector.matches(obj):
                         shared.append(obj)
             version = str(self._history.current)
@@ -257,15 +288,13 @@ class EmbeddedPorch:
         listing = self._repos.listing(key.namespace)
         with self._lock, _git_errors():
             found = self._find(kind, key, self._repos.of(key.namespace, listing))
-            repo, revision = found.repo, found.revision
             current = self._object(kind, found)
+            if found.revision.lifecycle == Lifecycle.PUBLISHED:  # the placeholder too (Porch's validateDelete)
+                raise _forbidden(key.name, _PROPOSE_DELETION_FIRST)
             for field, wanted in (preconditions or {}).items():
                 if wanted and current["metadata"].get(field) != wanted:
                     raise Conflict(f"Precondition failed: {field} in precondition: {wanted}, "
                                    f"{field} in object meta: {current['metadata'].get(field)}")
-            if revision.lifecycle == Lifecycle.PUBLISHED and not repo.is_placeholder(revision):
-                raise BadRequest(f"cannot delete a package revision with lifecycle value {revision.lifecycle}; "
-                                 f"propose its deletion first ({Lifecycle.DELETION_PROPOSED})")
             if current["metadata"].get("finalizers"):
                 if "deletionTimestamp" not in current["metadata"]:
                     self._deleting[(key.namespace, key.name)] = timestamp(datetime.now(UTC).timestamp())
@@ -288,6 +317,8 @@ class EmbeddedPorch:
             raise Invalid(f"PackageRevision is invalid: {', '.join(missing)} must be set")
         if spec.get("lifecycle") not in (None, "", Lifecycle.DRAFT):
             raise Invalid(f"a new PackageRevision must be a Draft, not {spec.get('lifecycle')}")
+        if LATEST_REVISION in (meta.get("labels") or {}):
+            raise _latest_label_refused(str(meta.get("name") or ""), "set")
         task_list = list(spec.get("tasks") or [{"type": "init", "init": {}}])
         if len(task_list) != 1:
             raise BadRequest(f"a new PackageRevision takes exactly one first task, not {len(task_list)}")
@@ -303,7 +334,7 @@ class EmbeddedPorch:
         files = self._first_tasks.run(repo, package, task, repos)
         context = RenderContext(namespace, name, repository, package, workspace, repo.allow_exec)
         files, _ = self._render(files, context, meta.get("annotations") or {})
-        kept = {f: meta[f] for f in gitrepo.METADATA_FIELDS if meta.get(f)}
+        kept = _kept_metadata(meta)
         try:
             revision = repo.git.create_draft(path, workspace, files, task=task, metadata=kept)
         except gitrepo.Conflict as err:  # its draft or proposed branch appeared in the meantime
@@ -329,10 +360,14 @@ class EmbeddedPorch:
         changed = False
         if subresource is None:
             meta = obj.get("metadata") or {}
-            wanted = {f: meta[f] for f in gitrepo.METADATA_FIELDS if meta.get(f)}
-            if wanted != {f: current["metadata"][f] for f in gitrepo.METADATA_FIELDS if current["metadata"].get(f)}:
+            if (meta.get("labels") or {}).get(LATEST_REVISION, "") != (current["metadata"].get("labels") or {}).get(
+                    LATEST_REVISION, ""):
+                raise _latest_label_refused(key.name, "modified")
+            wanted = _kept_metadata(meta)
+            if wanted != _kept_metadata(current["metadata"]):
                 metadata = repo.git.write_metadata(revision, wanted)
                 changed = True
+        latest_before = self._latest_name(repo, revision.package) if step == "approve" else None
         if step is not None:
             revision = getattr(repo.git, step)(revision)
             changed = True
@@ -347,6 +382,8 @@ class EmbeddedPorch:
             if step is not None:
                 self._history.record(PACKAGE_REVISION_RESOURCES, "MODIFIED",
                                      self._object(PACKAGE_REVISION_RESOURCES, found))
+            if step == "approve":
+                self._announce_latest(repo, revision.package, latest_before, key.name)
         return updated
 
     def _update_resources(self, obj: Obj, found: Found) -> Obj:
@@ -382,6 +419,8 @@ class EmbeddedPorch:
 
     def _remove(self, found: Found, last: Obj) -> None:
         resources = self._object(PACKAGE_REVISION_RESOURCES, found)
+        published = found.revision.lifecycle in _PUBLISHED
+        latest_before = self._latest_name(found.repo, found.revision.package) if published else None
         found.repo.git.delete(found.revision)
         self._repos.forget(found.repo, found.revision)
         namespace, name = last["metadata"]["namespace"], last["metadata"]["name"]
@@ -392,6 +431,8 @@ class EmbeddedPorch:
         for kind, gone in ((PACKAGE_REVISION, last), (PACKAGE_REVISION_RESOURCES, resources)):
             stamped = {**gone["metadata"], "resourceVersion": version}
             self._history.record(kind, "DELETED", {**gone, "metadata": stamped})
+        if published:
+            self._announce_latest(found.repo, found.revision.package, latest_before, name)
 
     # --- revisions and objects --------------------------------------------------------------------
 
@@ -401,13 +442,70 @@ class EmbeddedPorch:
             raise _not_found(kind, key.name)
         return found
 
-    def _object(self, kind: Kind, found: Found) -> Obj:
-        """The object of `found` (shared: copied before it leaves this class)."""
+    def _object(self, kind: Kind, found: Found, *, latest: bool | None = None) -> Obj:
+        """The object of `found` (shared: copied before it leaves this class). `latest`: whether it
+        is its package's latest revision, when the caller knows (else the repository's index says)."""
         deleting = self._deleting.get((found.repo.namespace, found.repo.object_name(found.revision)))
-        return self._objects.get(kind, found, deleting)
+        if latest is None:
+            revision = found.revision
+            latest = (revision.revision >= 1 and revision.lifecycle in _PUBLISHED  # else no index scan
+                      and self._latest_name(found.repo, revision.package) == found.repo.object_name(revision))
+        return self._objects.get(kind, found, deleting, latest=latest)
+
+    def _latest_name(self, repo: Repo, package: str) -> str | None:
+        """The name of the package's revision that carries LATEST_REVISION, by the repository's
+        index (listed first if it never was), None if it has no published revision."""
+        if not repo.index.listed:
+            self._repos.listed(repo)
+        revisions = [r for r in repo.index.by_name.values() if r.package == package]
+        number = latest_revisions(revisions).get(package)
+        return next((repo.object_name(r) for r in revisions if number is not None and r.revision == number
+                     and r.lifecycle in _PUBLISHED), None)
+
+    def _announce_latest(self, repo: Repo, package: str, before: str | None, written: str) -> None:
+        """A MODIFIED event for each revision of `package` whose LATEST_REVISION label a write to
+        `written` changed: the one that had it (`before`) and the one that has it now. (Porch
+        announces the new latest when the latest is deleted; it leaves the old one unannounced on
+        an approval, which would leave informers holding the label on two revisions.)"""
+        after = self._latest_name(repo, package)
+        if after == before:
+            return
+        for name in (before, after):
+            found = self._repos.find([repo], name) if name is not None and name != written else None
+            if found is not None:
+                for kind in (PACKAGE_REVISION, PACKAGE_REVISION_RESOURCES):
+                    self._history.record(kind, "MODIFIED", self._object(kind, found))
 
 
 # --- helpers --------------------------------------------------------------------------------------
+
+_PUBLISHED = (Lifecycle.PUBLISHED, Lifecycle.DELETION_PROPOSED)
+
+
+def _with_latest(listed: builtins.list[Found]) -> builtins.list[tuple[Found, bool]]:
+    """Each revision of a repository's listing, and whether it carries LATEST_REVISION."""
+    latest = latest_revisions(found.revision for found in listed)
+    return [(found, found.revision.lifecycle in _PUBLISHED
+             and latest.get(found.revision.package) == found.revision.revision) for found in listed]
+
+
+def _kept_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata git keeps for a revision: METADATA_FIELDS, empty ones and LATEST_REVISION left out."""
+    kept = {f: meta[f] for f in gitrepo.METADATA_FIELDS if meta.get(f)}
+    labels = without_latest_label(kept.pop("labels", None))
+    return {**kept, "labels": labels} if labels else kept
+
+
+def _latest_label_refused(name: str, done: str) -> Invalid:
+    """Porch's refusal (pkg/registry/porch/strategy.go, since v1.5.4) of a client's LATEST_REVISION:
+    `done` is "set" on a create, "modified" on an update."""
+    field = f"metadata.labels.{LATEST_REVISION}"
+    detail = f"Forbidden: label is managed by porch and cannot be {done} by users"
+    message = f'{PACKAGE_REVISION.kind}.{_GROUP} "{name}" is invalid: {field}: {detail}'
+    causes = [{"reason": "FieldValueForbidden", "message": detail, "field": field}]
+    return Invalid(message, status=make_status(422, "Invalid", message, {"name": name, "group": _GROUP,
+                                                                        "kind": PACKAGE_REVISION.kind,
+                                                                        "causes": causes}))
 
 _UPDATE_STEPS = {(Lifecycle.DRAFT, Lifecycle.PROPOSED): "propose", (Lifecycle.PROPOSED, Lifecycle.DRAFT): "reject",
                  (Lifecycle.PUBLISHED, Lifecycle.DELETION_PROPOSED): "propose_deletion",
@@ -449,6 +547,14 @@ def _plural(kind: Kind) -> str:
 
 def _not_found(kind: Kind, name: str) -> NotFound:
     return NotFound(f'{_plural(kind)}.{_GROUP} "{name}" not found')
+
+
+def _forbidden(name: str, why: str) -> Forbidden:
+    """kube-apiserver's NewForbidden for a PackageRevision, as Porch raises it."""
+    resource = _PLURALS[PACKAGE_REVISION]
+    message = f'{resource}.{_GROUP} "{name}" is forbidden: {why}'
+    return Forbidden(message, status=make_status(403, "Forbidden", message,
+                                                 {"name": name, "group": _GROUP, "kind": resource}))
 
 
 @contextlib.contextmanager

@@ -268,6 +268,16 @@ def test_workspace_numbers() -> None:
     assert new_workspace_name([], "site", "deploy") == "packagevariant-1"
 
 
+def test_a_missing_package_or_repository_counts_as_empty_in_workspace_numbers() -> None:
+    # Porch's newWorkspaceName compares Go strings, where a field left out of the JSON is "".
+    unnamed = [{"spec": {"workspaceName": "packagevariant-7"}},
+               {"spec": {"packageName": "", "repository": "", "workspaceName": "packagevariant-5"}},
+               {"spec": {"packageName": None, "repository": "deploy", "workspaceName": "packagevariant-8"}}]
+    assert new_workspace_name(unnamed, "", "") == "packagevariant-8"
+    assert new_workspace_name(unnamed, "", "deploy") == "packagevariant-9"
+    assert new_workspace_name([{"spec": {"workspaceName": "packagevariant-2"}}], "site", "deploy") == "packagevariant-1"
+
+
 def test_the_clone_draft() -> None:
     variant = pv(labels={"env": "prod"}, annotations={"team": "a"})
     upstream = pr("v3.0.0", -1, "Published", repo="blueprints", package="base", owners=())

@@ -459,7 +459,9 @@ def test_published_revisions_read_back_their_workspace_after_a_restart(bare: Pat
                                                    ("p", "main", -1, "Published", "refs/heads/main")}
 
 
-def test_tasks_are_reconstructed_from_history_up_to_the_first_clone(bare: Path) -> None:
+def test_a_revision_shows_the_first_task_of_its_history_up_to_the_first_clone(bare: Path) -> None:
+    # Porch's loadTasks since v1.5.3: the chain of tasks is walked as before, and only its first
+    # task is kept (a render after an init is dropped).
     init, render = {"type": "init", "init": {"description": "d"}}, {"type": "render"}
     clone = {"type": "clone", "clone": {"upstreamRef": {"upstreamRef": {"name": "up"}}}}
     with GitPackageRepository(bare, create_branch=True) as handle:
@@ -469,8 +471,8 @@ def test_tasks_are_reconstructed_from_history_up_to_the_first_clone(bare: Path) 
         published = handle.approve(draft)
         edit = {"type": "edit", "edit": {"sourceRef": {"name": "repo-p-ws"}}}
         second = handle.create_draft("p", "second", {"Kptfile": kptfile("p")}, task=edit)
-        assert handle.tasks(draft) == [init, render]
-        assert handle.tasks(published) == [init, render]   # through the approval's second parent
+        assert handle.tasks(draft) == [init]
+        assert handle.tasks(published) == [init]   # through the approval's second parent
         assert handle.tasks(second) == [edit]
         # The workspace reused after deleting v1: the walk stops at the new clone, and the old
         # init/render (still reachable through B's history) are not picked up.
@@ -493,11 +495,41 @@ def test_a_handle_that_did_not_write_a_history_reads_the_same_tasks_as_git_log(b
             task=render))
         second = writer.write_resources(writer.create_draft("p", "next", {"Kptfile": kptfile("p")}, task=edit),
                                         {"Kptfile": kptfile("p"), "c.txt": "c\n"})
-    for revision, expected in ((draft, [init, render]), (published, [init, render]), (second, [edit])):
-        log = git(bare, "log", "--no-color", "--format=%B%x00", revision.commit).split("\0")
-        assert _gitmessages.tasks_from_history((m.lstrip("\n") for m in log), "p", revision.workspace) == expected
+    for revision, chain in ((draft, [init, render]), (published, [init, render]), (second, [edit])):
+        log = [m.lstrip("\n") for m in git(bare, "log", "--no-color", "--format=%B%x00", revision.commit).split("\0")]
+        assert _gitmessages.task_chain(log, "p", revision.workspace) == chain
+        expected = chain[:1]
+        assert _gitmessages.tasks_from_history(log, "p", revision.workspace) == expected
         with GitPackageRepository(bare) as reader:  # nothing remembered: reads the history itself
             assert reader.tasks(revision) == expected
+
+
+def test_the_placeholder_is_published_by_the_newest_commit_whose_trailer_names_its_package(
+        porch_written: Path, tmp_path: Path) -> None:
+    # Porch's buildGitPackageRevision / findLatestPackageCommit (its git test TestAuthor).
+    def author(rev: str) -> tuple[str, int]:
+        email, when = git(porch_written, "log", "-1", "--format=%ae %at", rev).split()
+        return email, int(when)
+
+    with GitPackageRepository(porch_written) as handle:
+        placeholder = handle.get_revision("catalog/basens", "main")
+        assert handle.publication(placeholder) == author("catalog/basens/v1")  # v2 has no trailer
+        assert handle.publication(handle.get_revision("catalog/basens", "v2")) == author("catalog/basens/v2")
+        assert handle.publication(handle.get_revision("catalog/other", "main")) is None  # no trailer names it
+        assert handle.publication(handle.get_revision("catalog/basens", "third")) is None  # a draft
+        before = placeholder.commit
+
+        work = Workdir(porch_written, tmp_path / "more")
+        (work.path / "catalog/basens/ns.yaml").write_text("kind: Namespace # 4\n")
+        trailer = _gitmessages.trailer("catalog/basens", "fourth", "4")
+        git(work.path, "commit", "-qam", f"Approving package revision catalog/basens/4\n\n{trailer}",
+            "--author", "Other <other@example.com>")
+        work.push("HEAD:main")
+        moved = handle.get_revision("catalog/basens", "main")
+        assert handle.publication(moved) == author("main") and author("main")[0] == "other@example.com"
+
+        git(porch_written, "update-ref", "refs/heads/main", before)  # moved back: not a descendant
+        assert handle.publication(handle.get_revision("catalog/basens", "main")) == author("catalog/basens/v1")
 
 
 def test_deletion_is_proposed_with_a_branch_and_a_published_revision_deleted_by_its_tag(

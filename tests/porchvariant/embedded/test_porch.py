@@ -24,7 +24,7 @@ from porchvariant.porch_client import (
     upgrade_task,
 )
 from reconcile import EmbeddedCluster, ObjectKey
-from reconcile.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid
+from reconcile.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Gone, Invalid
 from reconcile.informer import Informer
 from tests.porchvariant.embedded.porch_env import (
     CONFIGMAP,
@@ -154,7 +154,7 @@ def test_delete_drafts_at_once_and_published_only_after_deletion_is_proposed(env
     assert "scratch" not in git(env.deploy, "show-ref")
 
     published = env.publish(env.clone())
-    with pytest.raises(BadRequest, match="DeletionProposed"):
+    with pytest.raises(Forbidden, match="must be proposed for deletion"):
         env.client.delete(published)
     proposed = env.client.propose_deletion(published)
     assert proposed["spec"]["lifecycle"] == "DeletionProposed"
@@ -187,7 +187,8 @@ def test_metadata_and_lifecycles_survive_a_restart(env: Env) -> None:
     assert sorted(after) == ["deploy.web.main", "deploy.web.prod", "deploy.web.second"]
     again = after["deploy.web.prod"]
     assert again["metadata"]["ownerReferences"] == [owner]
-    assert again["metadata"]["labels"] == {"team": "a"} and again["metadata"]["annotations"] == {"note": "x"}
+    assert again["metadata"]["labels"] == {"team": "a", "kpt.dev/latest-revision": "true"}
+    assert again["metadata"]["annotations"] == {"note": "x"}
     for name in after:
         assert after[name]["spec"] == before[name]["spec"]
         assert after[name]["metadata"]["uid"] == before[name]["metadata"]["uid"]

@@ -1,0 +1,161 @@
+"""Repositories on git servers, as the embedded Porch serves them: credentials, mirror, schedule, Ready.
+
+Owns, for a Repository whose `spec.git.repo` is an https:// URL (http:// to loopback only):
+* its credentials, as Porch takes them: `spec.git.secretRef.name` names a Secret in the
+  Repository's namespace of type `kubernetes.io/basic-auth` (`username`, `password`; a token goes
+  in `password`), read again before every fetch and push, so a rotated Secret is used at once;
+  and Porch's CA bundle, the Secret `<namespace>-ca-bundle`, key `ca.crt`, when there is one;
+* opening it (`open_remote`: a mirror in the cache directory, fetched) and when to fetch it again
+  (`Schedule`: every `fetch_period`, or the Repository's `spec.sync.schedule` where it is a plain
+  interval: `@every 30s`, `*/5 * * * *`, `@hourly`...), and the back-off after a failure (1 s,
+  doubling, at most BACKOFF_CAP), during which the failure is answered without going to the server;
+* the Repository's `Ready` condition, as Porch's repository controller writes it (reason `Ready` or
+  `Error`, the message one line naming what failed), written only when it changes.
+
+Does not: decide which Repositories are served (_porch_repos.py), talk to git (_gitmirror.py,
+_gittransport.py) or know PackageRevisions.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from porchvariant.embedded._gitmirror import Mirror, default_cache_dir
+from porchvariant.embedded._gittransport import BasicAuth, Transport, TransportOptions
+from porchvariant.embedded.gitrepo import GitPackageRepository, GitRepositoryError, RemoteError
+from reconcile import conditions
+from reconcile.cluster import Cluster, Kind, Obj, ObjectKey
+from reconcile.errors import ApiError
+
+SECRET = Kind("v1", "Secret")
+BASIC_AUTH = "kubernetes.io/basic-auth"
+CA_BUNDLE_SUFFIX = "-ca-bundle"  # Porch: the Secret <namespace>-ca-bundle, key ca.crt
+READY = "Ready"
+BACKOFF_FIRST, BACKOFF_CAP = 1.0, 60.0
+_EVERY = re.compile(r"^@every\s+(\d+)(s|m|h)$")
+_STEP_MINUTES = re.compile(r"^\*/(\d+) \* \* \* \*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600}
+_DESCRIPTORS = {"* * * * *": 60.0, "@hourly": 3600.0, "@daily": 86400.0, "@midnight": 86400.0}
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteSettings:
+    """Where mirrors live, how often they are fetched, the limits of one git command, and the clock."""
+
+    cache: Path = field(default_factory=default_cache_dir)
+    fetch_period: float = 60.0
+    transport: TransportOptions = field(default_factory=TransportOptions)
+    clock: Callable[[], float] = time.monotonic
+
+
+def fetch_period(repository: Obj, default: float) -> float:
+    """Seconds between fetches: `spec.sync.schedule` where it is a plain interval, else `default`."""
+    schedule = str(((repository.get("spec") or {}).get("sync") or {}).get("schedule") or "").strip()
+    if match := _EVERY.match(schedule):
+        return max(1.0, float(int(match[1]) * _UNITS[match[2]]))
+    if match := _STEP_MINUTES.match(schedule):
+        return max(60.0, int(match[1]) * 60.0)
+    return _DESCRIPTORS.get(schedule, default)
+
+
+def open_remote(cluster: Cluster, repository: Obj, settings: RemoteSettings) -> GitPackageRepository:
+    """A handle on the Repository's mirror, fetched now; RemoteError (one line) if it cannot be used,
+    NotFound if its branch is missing and not to be created."""
+    namespace = str(repository["metadata"].get("namespace") or "")
+    git = (repository.get("spec") or {}).get("git") or {}
+    secret = str((git.get("secretRef") or {}).get("name") or "")
+    transport = Transport(str(git["repo"]), options=settings.transport,
+                          credentials=(lambda: read_basic_auth(cluster, namespace, secret)) if secret else lambda: None,
+                          ca_bundle=lambda: read_ca_bundle(cluster, namespace))
+    branch = str(git.get("branch") or "main")
+    return GitPackageRepository("", branch=branch, directory=str(git.get("directory") or ""),
+                                author=str(git.get("author") or ""), email=str(git.get("email") or ""),
+                                create_branch=bool(git.get("createBranch")),
+                                remote=Mirror(settings.cache, transport, branch))
+
+
+def read_basic_auth(cluster: Cluster, namespace: str, name: str) -> BasicAuth:
+    """The username and password of a `kubernetes.io/basic-auth` Secret; RemoteError naming what is wrong."""
+    where = f"Secret {namespace}/{name} (spec.git.secretRef)"
+    try:
+        secret = cluster.get(SECRET, ObjectKey(namespace, name))
+    except ApiError as err:
+        raise RemoteError(f"{where} cannot be read: {err}", reason="SecretError") from None
+    if secret is None:
+        raise RemoteError(f"{where} not found", reason="SecretError")
+    if secret.get("type") != BASIC_AUTH:
+        raise RemoteError(f"{where} is of type {secret.get('type') or 'Opaque'}, not {BASIC_AUTH}",
+                          reason="SecretError")
+    values = {key: _decoded(secret, key) for key in ("username", "password")}
+    missing = [key for key, value in values.items() if not value]
+    if missing:
+        raise RemoteError(f"{where} has no {' or '.join(missing)}", reason="SecretError")
+    return BasicAuth(values["username"], values["password"])
+
+
+def read_ca_bundle(cluster: Cluster, namespace: str) -> bytes | None:
+    """Porch's CA bundle for the namespace (Secret <namespace>-ca-bundle, key ca.crt), or None."""
+    try:
+        secret = cluster.get(SECRET, ObjectKey(namespace, namespace + CA_BUNDLE_SUFFIX))
+    except ApiError:
+        return None
+    value = _decoded(secret, "ca.crt") if secret is not None else ""
+    return value.encode() if value else None
+
+
+def _decoded(secret: Obj, key: str) -> str:
+    raw = (secret.get("data") or {}).get(key)
+    if raw is None:
+        return str((secret.get("stringData") or {}).get(key) or "")
+    try:
+        return base64.b64decode(str(raw), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return ""
+
+
+@dataclass(slots=True)
+class Schedule:
+    """When a remote Repository is next fetched or tried, and the failure being answered meanwhile."""
+
+    next_at: float = 0.0
+    delay: float = 0.0  # the back-off after the last failure; 0 after a success
+    error: GitRepositoryError | None = None
+
+    def due(self, now: float) -> bool:
+        return now >= self.next_at
+
+    def succeeded(self, now: float, period: float) -> None:
+        self.next_at, self.delay, self.error = now + period, 0.0, None
+
+    def failed(self, now: float, error: GitRepositoryError) -> None:
+        self.delay = min(BACKOFF_CAP, self.delay * 2 if self.delay else BACKOFF_FIRST)
+        self.next_at, self.error = now + self.delay, error
+
+
+def write_ready(cluster: Cluster, repository: Obj, error: BaseException | None) -> None:
+    """Set the Repository's Ready condition (True/Ready, or False/Error with the error's one line),
+    unless it already says so; a write that races another is left to the next change."""
+    status: conditions.Status = "True" if error is None else "False"
+    reason, message = ("Ready", "Repository Ready") if error is None else ("Error", " ".join(str(error).split()))
+    current = conditions.find(conditions.conditions_of(repository), READY)
+    if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == \
+            (status, reason, message):
+        return
+    try:
+        cluster.update_status(conditions.with_condition(repository, READY, status, reason, message,
+                                                                    now=time.time()))
+    except ApiError:
+        return
+
+
+def ready_error(repository: Obj) -> str:
+    """The message of a Repository's Ready=False condition, "" when it is not known to be unready."""
+    found: Any = conditions.find(conditions.conditions_of(repository), READY)
+    return str(found.get("message") or "not ready") if found is not None and found.get("status") == "False" else ""

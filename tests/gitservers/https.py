@@ -1,0 +1,219 @@
+"""An https git server on 127.0.0.1 for one test: apache2 + `git http-backend`, TLS, basic auth.
+
+    with https_git_server(tmp_path) as server:
+        server.create_repo("edge.git", seed=...)   # a bare repository the server serves
+        server.url("edge.git")                      # https://127.0.0.1:PORT/git/edge.git
+        server.ca_pem, server.username, server.password
+        server.set_password("new")                  # apache reads the password file on every request
+        server.stop(); server.start()               # a dead server, and back on the same port
+
+Everything lives in a temp dir of its own: a CA and a server certificate made with openssl, the
+apache config, its logs and pid file, the htpasswd file and the repositories. apache runs in the
+foreground as this process's child (its own instance, its own config) and is stopped on exit. Run
+as root, apache's workers run as `nobody`, so the repositories are handed to that user and
+`safe.directory` is opened for the CGI and for `server.git(...)`, the test's own direct access.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from tests.gitservers import APACHE, require_git_servers
+
+MODULES = "/usr/lib/apache2/modules"
+_USER, _GROUP = "nobody", "nogroup"
+_CONFIG = """\
+ServerRoot "{root}"
+ServerName 127.0.0.1
+Listen 127.0.0.1:{port}
+PidFile "{root}/httpd.pid"
+ErrorLog "{root}/error.log"
+LogLevel warn
+DefaultRuntimeDir "{root}"
+Mutex file:{root} default
+{user}
+LoadModule mpm_prefork_module {modules}/mod_mpm_prefork.so
+LoadModule authz_core_module {modules}/mod_authz_core.so
+LoadModule authz_user_module {modules}/mod_authz_user.so
+LoadModule authn_core_module {modules}/mod_authn_core.so
+LoadModule authn_file_module {modules}/mod_authn_file.so
+LoadModule auth_basic_module {modules}/mod_auth_basic.so
+LoadModule alias_module {modules}/mod_alias.so
+LoadModule cgi_module {modules}/mod_cgi.so
+LoadModule env_module {modules}/mod_env.so
+LoadModule ssl_module {modules}/mod_ssl.so
+StartServers 2
+MinSpareServers 1
+MaxSpareServers 4
+SSLEngine on
+SSLCertificateFile "{root}/server.crt"
+SSLCertificateKeyFile "{root}/server.key"
+SetEnv GIT_PROJECT_ROOT "{repos}"
+SetEnv GIT_HTTP_EXPORT_ALL 1
+SetEnv GIT_CONFIG_COUNT 1
+SetEnv GIT_CONFIG_KEY_0 safe.directory
+SetEnv GIT_CONFIG_VALUE_0 *
+ScriptAlias /git/ /usr/lib/git-core/git-http-backend/
+<Location /git/>
+    AuthType Basic
+    AuthName "git"
+    AuthBasicProvider file
+    AuthUserFile "{root}/htpasswd"
+    Require valid-user
+</Location>
+"""
+
+
+class HttpsGitServer:
+    """One apache2 serving the bare repositories under `repos`; see the module doc."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.repos = root / "repos"
+        self.repos.mkdir(parents=True)
+        self.repos.chmod(0o755)
+        self.username, self.password = "porch", "pw-" + secrets.token_hex(12)  # unique: grep-able in leaks
+        self.port = _free_port()
+        self._make_certificates()
+        self.ca_file = root / "ca.crt"
+        self.ca_pem = self.ca_file.read_bytes()
+        self.set_password(self.password)
+        user = f"User {_USER}\nGroup {_GROUP}" if os.geteuid() == 0 else ""
+        (root / "httpd.conf").write_text(_CONFIG.format(root=root, port=self.port, repos=self.repos,
+                                                        modules=MODULES, user=user))
+        self._proc: subprocess.Popen[bytes] | None = None
+        # The test's own git, in repositories `nobody` owns: safe.directory is honoured only from
+        # global or system config by every git process (a `-c` does not reach upload-pack).
+        self.gitconfig = root / "test.gitconfig"
+        self.gitconfig.write_text("[safe]\n\tdirectory = *\n[user]\n\tname = t\n\temail = t@example.com\n")
+
+    def url(self, repo: str) -> str:
+        return f"https://127.0.0.1:{self.port}/git/{repo}"
+
+    def set_password(self, password: str) -> None:
+        """Replace the one user's password; apache reads the file on every request."""
+        digest = base64.b64encode(hashlib.sha1(password.encode()).digest()).decode()
+        path = self.root / "htpasswd"
+        path.write_text(f"{self.username}:{{SHA}}{digest}\n")
+        path.chmod(0o644)
+        self.password = password
+
+    def start(self) -> None:
+        self._proc = subprocess.Popen([APACHE, "-f", str(self.root / "httpd.conf"), "-DFOREGROUND"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"apache2 exited: {self._proc.stderr.read().decode() if self._proc.stderr else ''}"
+                                   f"{self.error_log()}")
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.02)
+        raise RuntimeError(f"apache2 did not listen on {self.port} within 10s: {self.error_log()}")
+
+    def stop(self) -> None:
+        """Kill apache and every worker (its process group) at once, as a crash would."""
+        if self._proc is None:
+            return
+        with suppress(ProcessLookupError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        self._proc.wait()
+        if self._proc.stderr is not None:
+            self._proc.stderr.close()
+        self._proc = None
+        (self.root / "httpd.pid").unlink(missing_ok=True)
+
+    def error_log(self) -> str:
+        path = self.root / "error.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def create_repo(self, name: str, *, files: dict[str, str] | None = None, branch: str = "main") -> Path:
+        """A bare repository served as `name`: empty, or one commit on `branch` holding `files`."""
+        path = self.repos / name
+        subprocess.run(["git", "init", "--quiet", "--bare", "--initial-branch", branch, str(path)], check=True)
+        if files:
+            work = self.root / f"seed-{name}"
+            subprocess.run(["git", "init", "--quiet", "--initial-branch", branch, str(work)], check=True)
+            for relative, text in files.items():
+                (work / relative).parent.mkdir(parents=True, exist_ok=True)
+                (work / relative).write_text(text)
+            self.work_git(work, "add", "-A")
+            self.work_git(work, "commit", "--quiet", "-m", "seed")
+            self.work_git(work, "push", "--quiet", str(path), f"{branch}:refs/heads/{branch}")
+            shutil.rmtree(work)
+        self.hand_over(path)
+        return path
+
+    def hand_over(self, path: Path) -> None:
+        """Give the server's user a repository the test wrote into directly."""
+        if os.geteuid() == 0:
+            subprocess.run(["chown", "-R", f"{_USER}:{_GROUP}", str(path)], check=True)
+
+    def git(self, repo: str, *args: str) -> str:
+        """A reading git command in a served repository, directly on disk (not through the server,
+        and safe while it serves: nothing is written there); stdout."""
+        path = self.repos / repo
+        done = subprocess.run(["git", "--git-dir", str(path), *args], capture_output=True, text=True, check=True,
+                              env={**os.environ, "GIT_CONFIG_GLOBAL": str(self.gitconfig), "GIT_OPTIONAL_LOCKS": "0"})
+        return done.stdout
+
+    def refs(self, repo: str) -> dict[str, str]:
+        """Every ref of a served repository → the object it points at."""
+        out = self.git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+        return {name: oid for name, oid in (line.split(" ") for line in out.splitlines())}
+
+    def work_git(self, work: Path, *args: str) -> str:
+        """git in a working directory of the test's (pushing straight into the served repositories)."""
+        env = {**os.environ, "GIT_CONFIG_GLOBAL": str(self.gitconfig)}
+        return subprocess.run(["git", "-C", str(work), *args], capture_output=True, text=True, check=True,
+                              env=env).stdout
+
+    def _make_certificates(self) -> None:
+        r = self.root
+
+        def openssl(*args: str) -> None:
+            subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(r / "ca.key"), "-out",
+                str(r / "ca.crt"), "-days", "2", "-subj", "/CN=porchkit test CA")
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(r / "server.key"), "-out",
+                str(r / "server.csr"), "-subj", "/CN=127.0.0.1")
+        (r / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        openssl("x509", "-req", "-in", str(r / "server.csr"), "-CA", str(r / "ca.crt"), "-CAkey", str(r / "ca.key"),
+                "-CAcreateserial", "-out", str(r / "server.crt"), "-days", "2", "-extfile", str(r / "san.ext"))
+
+
+@contextmanager
+def https_git_server() -> Iterator[HttpsGitServer]:
+    """A running HttpsGitServer in a temp dir of its own, removed afterwards; skips the test without
+    the binaries. (Not under pytest's tmp_path: as root, apache's workers run as `nobody`, who
+    cannot enter pytest's 0700 base directory.)"""
+    require_git_servers()
+    root = Path(tempfile.mkdtemp(prefix="porchkit-https-git-"))
+    root.chmod(0o755)
+    server = HttpsGitServer(root)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
