@@ -175,7 +175,9 @@ class EmbeddedPorch:
             if known != version:
                 self._history.record(key[0], "ADDED" if known is None else "MODIFIED", obj)
         versions: dict[tuple[str, str], str] = {}  # one per revision, shared by its two kinds
-        for key in before.keys() - after.keys():
+        # By revision, so that the versions recorded only grow: a watch skips what is older than
+        # the last version it saw, and would miss a deletion recorded after a newer one.
+        for key in sorted(before.keys() - after.keys(), key=lambda gone: gone[1:]):
             last = self._history.last(*key)
             if last is not None and last[0] == "DELETED":
                 continue  # deleted through this server, which said so
