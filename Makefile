@@ -55,7 +55,7 @@ test-latest: $(UV)
 	@test -x $(LATEST)/bin/python || $(UV) venv --quiet --python $(PYTHON) $(LATEST)
 	@$(UV) pip install --quiet --python $(LATEST)/bin/python --upgrade -e '.[test]'
 	@bash lock/lock.sh drift $(UV) $(LATEST)/bin/python
-	$(LATEST)/bin/python -m pytest -q
+	PORCHKIT_UV=$(abspath $(UV)) $(LATEST)/bin/python -m pytest -q
 
 bench: setup
 	@for b in bench/*_bench.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -7,6 +7,7 @@ can be put exactly between porchkit's fetch and its push.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -95,10 +96,12 @@ def test_two_processes_approving_at_once_both_publish_with_distinct_numbers(serv
         "    print(repo.approve(draft).revision)\n")
     go = tmp_path / "go"
     server = served.server
+    root = Path(__file__).resolve().parents[3]
     procs = [subprocess.Popen([sys.executable, str(script), str(server.root), str(server.port), server.username,
                                server.password, str(tmp_path / f"cache-{ws}"), ws, str(go)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              cwd=Path(__file__).resolve().parents[3])
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root,
+                              # the script imports the tests package, whatever the install mode
+                              env={**os.environ, "PYTHONPATH": str(root)})
              for ws in ("a", "b")]
     go.touch()
     answers = [proc.communicate(timeout=60) for proc in procs]
