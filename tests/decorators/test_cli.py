@@ -74,6 +74,18 @@ def manifests(directory: Path, *, hook: str = WEBHOOK, operator: str = "Exists")
     return directory
 
 
+def role_hooks(directory: Path) -> None:
+    """Write `rolehooks.py` into `directory`: a python sync hook answering a ClusterRole
+    `<target>-reader` per target, importable with `directory` on PYTHONPATH."""
+    directory.mkdir()
+    (directory / "rolehooks.py").write_text(textwrap.dedent("""\
+        def sync_roles(request):
+            name = request["object"]["metadata"]["name"]
+            return {"attachments": [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                     "metadata": {"name": name + "-reader"}, "rules": []}]}
+        """))
+
+
 def porchkit(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "porchkit", "decorators", "reconcile", *args], cwd=cwd,
                           env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=60)
@@ -113,13 +125,7 @@ class TestPreview:
         assert "create" in result.stdout and result.stderr == ""
 
     def test_a_python_hook_on_pythonpath_needs_no_server(self, tmp_path: Path) -> None:
-        (tmp_path / "lib").mkdir()
-        (tmp_path / "lib" / "rolehooks.py").write_text(textwrap.dedent("""\
-            def sync_roles(request):
-                name = request["object"]["metadata"]["name"]
-                return {"attachments": [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                                         "metadata": {"name": name + "-reader"}, "rules": []}]}
-            """))
+        role_hooks(tmp_path / "lib")
         hook = "  python:\n    function: rolehooks:sync_roles"
         result = porchkit("-f", str(manifests(tmp_path / "m", hook=hook)), cwd=tmp_path,
                           env={"PYTHONPATH": str(tmp_path / "lib")})
@@ -130,13 +136,7 @@ class TestPreview:
 
 class TestDeterminism:
     def test_the_same_manifests_in_another_order_print_the_same_table(self, tmp_path: Path) -> None:
-        (tmp_path / "lib").mkdir()
-        (tmp_path / "lib" / "rolehooks.py").write_text(textwrap.dedent("""\
-            def sync_roles(request):
-                name = request["object"]["metadata"]["name"]
-                return {"attachments": [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                                         "metadata": {"name": name + "-reader"}, "rules": []}]}
-            """))
+        role_hooks(tmp_path / "lib")
         crds = [CRD.replace("my-tests", f"kind{i:02d}s").replace("MyTest", f"Kind{i:02d}")
                 .replace("my-test", f"kind{i:02d}") for i in range(10)]
         printed = []

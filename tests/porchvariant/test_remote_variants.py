@@ -13,7 +13,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from reconcile import EmbeddedCluster, conditions
 from reconcile.cluster import Kind, ObjectKey
 from reconcile.events import EventRecorder
 from reconcile.manager import Manager
-from tests.gitservers.https import HttpsGitServer, https_git_server
+from tests.gitservers.https import HttpsGitServer
 from tests.porchvariant.embedded.remote_support import SECRET, Served
 from tests.porchvariant.variants_support import NS, package_variant
 from tests.reconcile import support
@@ -38,12 +38,6 @@ pytestmark = pytest.mark.gitserver
 
 EVENT = Kind("v1", "Event")
 SECRET_KIND = Kind("v1", "Secret")
-
-
-@pytest.fixture(name="server")
-def server_fixture() -> Iterator[HttpsGitServer]:
-    with https_git_server() as server:
-        yield server
 
 
 @pytest.fixture(name="served")

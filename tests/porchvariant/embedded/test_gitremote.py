@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,17 +19,11 @@ import pytest
 from porchvariant.embedded._gitmirror import Mirror, mirror_path
 from porchvariant.embedded._gittransport import BasicAuth, Transport
 from porchvariant.embedded.gitrepo import Conflict, GitPackageRepository, Lifecycle, NotFound, RemoteError
-from tests.gitservers.https import HttpsGitServer, https_git_server
+from tests.gitservers.https import HttpsGitServer
 from tests.porchvariant.embedded.remote_support import Served
 from tests.porchvariant.variants_support import V1
 
 pytestmark = pytest.mark.gitserver
-
-
-@pytest.fixture(name="server")
-def server_fixture() -> Iterator[HttpsGitServer]:
-    with https_git_server() as server:
-        yield server
 
 
 @pytest.fixture(name="served")
