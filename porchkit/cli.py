@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -40,6 +40,7 @@ GROUPS: dict[str, tuple[str, str]] = {
 CONTROLLERS: dict[str, str] = {
     "packagevariant": "porchvariant.manager:package_variant_controllers",
     "packagevariantset": "porchvariant.manager:package_variant_set_controllers",
+    "approval": "porchvariant.manager:approval_controllers",
     "decorator": "decorators.manager:decorator_controllers",
     "map": "mapctl.manager:map_controllers",
 }
@@ -48,10 +49,21 @@ CONTROLLERS: dict[str, str] = {
 # (porchvariant may not import krmfn): "module:function" returning {exec command: function}.
 IN_PROCESS_FUNCTIONS = "krmfn.inprocess:in_process_functions"
 
-# Parser defaults the face hands to a group's commands.
-GROUP_DEFAULTS: dict[str, dict[str, object]] = {
-    "manager": {"controller_factories": CONTROLLERS},
-    "variants": {"in_process_functions": IN_PROCESS_FUNCTIONS},
+
+
+def _manager_defaults() -> dict[str, object]:
+    # Imported only for `porchkit manager`: the PackageVariant controllers' --porch flags and the
+    # embedded Porch they may serve in-process (reconcile.cli.ClusterExtension).
+    from porchvariant.manager import PORCH
+
+    return {"controller_factories": CONTROLLERS, "in_process_functions": IN_PROCESS_FUNCTIONS,
+            "controller_extensions": {"packagevariant": PORCH, "packagevariantset": PORCH, "approval": PORCH}}
+
+
+# Parser defaults the face hands to a group's commands, made only for the group that runs.
+GROUP_DEFAULTS: dict[str, Callable[[], dict[str, object]]] = {
+    "manager": _manager_defaults,
+    "variants": lambda: {"in_process_functions": IN_PROCESS_FUNCTIONS},
 }
 
 
@@ -73,7 +85,7 @@ def build_parser(group: str | None = None) -> tuple[argparse.ArgumentParser, Mod
         if name == group:
             loaded = importlib.import_module(module_name)
             # Set first: add_commands may read them (the manager's help names its controllers).
-            group_parser.set_defaults(**GROUP_DEFAULTS.get(name, {}))
+            group_parser.set_defaults(**GROUP_DEFAULTS.get(name, dict)())
             loaded.add_commands(group_parser)
     return parser, loaded
 

@@ -2,7 +2,7 @@
 
     porchkit variants render -f PVS.yaml -f DIR ...   # the PackageVariants the sets would produce
     porchkit variants reconcile -f DIR [--state DIR] [--approve] [-o table|yaml] [-v]   # the controllers, over git
-        [--git-cache DIR] [--git-fetch-period 60s]     # mirrors of Repositories on git servers (https)
+        [--git-cache DIR] [--git-fetch-period 60s]     # mirrors of Repositories on git servers
 
 `render` reads every object it is given, renders each PackageVariantSet among them against the
 Repositories, PackageRevisions and other objects beside it, and prints the PackageVariants as a
@@ -23,7 +23,6 @@ run in-process (`in_process_functions`, handed over by porchkit's face as "modul
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +32,7 @@ import yaml
 
 from porchvariant.errors import PorchVariantError
 from porchvariant.manifests import Manifest, read_manifests
+from porchvariant.porch_flags import add_git_arguments, remote_settings, renderer
 from reconcile.errors import ReconcileError
 from reconcile.manifests import add_local_arguments, start_local_run
 
@@ -65,13 +65,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                                 "package revisions from others')")
     reconcile.add_argument("--approve", action="store_true",
                            help="propose and approve the drafts of Ready PackageVariants whose readiness gates are met")
-    remote = reconcile.add_argument_group("Repositories on git servers (https)")
-    remote.add_argument("--git-cache", type=Path, metavar="DIR",
-                        help="keep the mirrors of remote repositories in DIR (default: "
-                             "$XDG_CACHE_HOME/porchkit/git, else ~/.cache/porchkit/git)")
-    remote.add_argument("--git-fetch-period", type=_seconds, default=60.0, metavar="DURATION",
-                        help="fetch each remote repository this often, unless its spec.sync.schedule says "
-                             "otherwise: 60s, 5m, 1h or plain seconds (default 60s)")
+    add_git_arguments(reconcile.add_argument_group("Repositories on git servers"))
     reconcile.set_defaults(run=reconcile_files)
 
 
@@ -83,16 +77,12 @@ def render_files(args: argparse.Namespace) -> int:
 
 
 def reconcile_files(args: argparse.Namespace) -> int:
-    from porchvariant.embedded.render import PipelineRenderer
-    from porchvariant.local import RemoteSettings, reconcile_manifests
+    from porchvariant.local import reconcile_manifests
 
     start_local_run(args.verbose)
     manifests = read_manifests(args.files)
-    renderer = PipelineRenderer(in_process=_in_process_functions(getattr(args, "in_process_functions", "")))
-    remotes = RemoteSettings(**({"cache": args.git_cache} if args.git_cache else {}),
-                             fetch_period=args.git_fetch_period)
-    run = reconcile_manifests(manifests, state=args.state, approve=args.approve, renderer=renderer,
-                              timeout=args.timeout, remotes=remotes)
+    run = reconcile_manifests(manifests, state=args.state, approve=args.approve, renderer=renderer(args),
+                              timeout=args.timeout, remotes=remote_settings(args))
     for note in run.notes:
         print(f"porchkit: note: {note}", file=sys.stderr)
     if args.output == "yaml":
@@ -105,19 +95,6 @@ def reconcile_files(args: argparse.Namespace) -> int:
     for problem in run.problems:
         print(f"porchkit: {problem}", file=sys.stderr)
     return 1 if run.problems else 0
-
-
-def _seconds(text: str) -> float:
-    """A duration flag: 45, 45s, 5m or 1h; argparse reports a bad one in one line."""
-    units = {"s": 1, "m": 60, "h": 3600}
-    number, unit = (text[:-1], units[text[-1]]) if text[-1:] in units else (text, 1)
-    try:
-        value = float(number) * unit
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (45, 45s, 5m, 1h)") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0")
-    return value
 
 
 def _dump(documents: Sequence[dict[str, Any]], out: IO[str]) -> None:
@@ -136,14 +113,6 @@ def print_changes(changes: Sequence[RevisionChange], out: IO[str]) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)
-
-
-def _in_process_functions(spec: str) -> dict[str, Any]:
-    """The in-process KRM functions "module:function" names (a function returning them), or none."""
-    if not spec:
-        return {}
-    module_name, _, function_name = spec.partition(":")
-    return dict(getattr(importlib.import_module(module_name), function_name)())
 
 
 def render_sets(manifests: list[Manifest], *, warn: Any = None) -> list[dict[str, Any]]:

@@ -36,7 +36,14 @@ from porchvariant.errors import PorchVariantError
 from porchvariant.manifests import Manifest
 from porchvariant.packagevariant_controller import PACKAGE_VARIANT, package_variant_controller
 from porchvariant.packagevariantset_controller import PACKAGE_VARIANT_SET, package_variant_set_controller
-from porchvariant.porch_client import DRAFT, PACKAGE_REVISION, PROPOSED, REPOSITORY, PorchClient
+from porchvariant.porch_client import (
+    DRAFT,
+    PACKAGE_REVISION,
+    PROPOSED,
+    REPOSITORY,
+    PorchClient,
+    unmet_readiness_gates,
+)
 from reconcile import conditions
 from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.embedded import EmbeddedCluster
@@ -241,20 +248,14 @@ def _approve_ready_drafts(cluster: EmbeddedCluster) -> int:
         namespace = pv["metadata"]["namespace"]
         for target in (pv.get("status") or {}).get("downstreamTargets") or ():
             revision = client.revision(namespace, str(target.get("name") or ""))
-            if revision is None or revision["spec"].get("lifecycle") not in (DRAFT, PROPOSED) or _unmet_gates(revision):
+            if (revision is None or revision["spec"].get("lifecycle") not in (DRAFT, PROPOSED)
+                    or unmet_readiness_gates(revision)):
                 continue
             if revision["spec"]["lifecycle"] == DRAFT:
                 revision = client.propose(revision)
             client.approve(revision)
             approved += 1
     return approved
-
-
-def _unmet_gates(revision: Obj) -> list[str]:
-    """The readiness gates of a revision whose condition is not True (porchctl's approval rule)."""
-    found = {c.get("type"): c.get("status") for c in (revision.get("status") or {}).get("conditions") or ()}
-    return [str(g.get("conditionType")) for g in (revision.get("spec") or {}).get("readinessGates") or ()
-            if found.get(g.get("conditionType")) != "True"]
 
 
 # --- reporting -------------------------------------------------------------------------------------
@@ -281,7 +282,7 @@ def _changes(before: Mapping[tuple[str, str], Obj], after: Mapping[tuple[str, st
             out.append(RevisionChange(spec.get("repository", ""), spec.get("packageName", ""),
                                       spec.get("workspaceName", ""), int(spec.get("revision") or 0),
                                       spec.get("lifecycle", "") if new else "-",
-                                      new is not None and owner in ready_uids and not _unmet_gates(new),
+                                      new is not None and owner in ready_uids and not unmet_readiness_gates(new),
                                       change, names.get(owner, "")))
             if new is not None:
                 ended.append(for_display(new))

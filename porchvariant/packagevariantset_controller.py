@@ -16,6 +16,9 @@ Where this goes beyond Porch's controller (spec c.1-c.6):
 * `status.packageVariants` reports each target (Porch has no per-target status, nephio#646).
 * Secrets cannot be targets, and templates never see the annotations that hold a copy of an
   object (cel_view.py): Porch lets a template copy a Secret's data into git.
+* An upstream that cannot be found because its Repository is not Ready (its git server refused)
+  is Stalled with reason RepositoryNotReady and that Repository's message, as a PackageVariant
+  is; Porch says only that the upstream was not found.
 """
 
 from __future__ import annotations
@@ -111,9 +114,12 @@ class PackageVariantSetController:
             raise _Stalled("ValidationError", "; ".join(problems))
         namespace = pvs["metadata"].get("namespace", "")
         upstream = find_set_upstream(pvs, self.cache.list(PACKAGE_REVISION, namespace))
+        repositories = self.cache.list(REPOSITORY, namespace)
         if upstream is None:
+            if unready := _unready_upstream(pvs, repositories):  # it cannot be listed: say why
+                raise _Stalled("RepositoryNotReady", unready)
             raise _Stalled("UpstreamNotFound", upstream_not_found_message(pvs))
-        repositories, target_objects = self.cache.list(REPOSITORY, namespace), self._target_objects(pvs)
+        target_objects = self._target_objects(pvs)
         inputs = (pvs["metadata"].get("uid"), pvs["metadata"].get("generation"), _versions([upstream]),
                   _versions(repositories), _versions(target_objects))
         key = ObjectKey.of(pvs)
@@ -301,3 +307,14 @@ def _spec(obj: Obj) -> Mapping[str, Any]:
     """obj.spec, or an empty one when it is not a mapping (mappers see objects before validation)."""
     spec = obj.get("spec")
     return spec if isinstance(spec, Mapping) else {}
+
+
+def _unready_upstream(pvs: Obj, repositories: list[Obj]) -> str:
+    """Why the set's upstream Repository cannot be read (its Ready condition is False), or ""."""
+    name = ((pvs.get("spec") or {}).get("upstream") or {}).get("repo")
+    for repository in repositories:
+        if repository["metadata"].get("name") == name:
+            ready = conditions.find(conditions.conditions_of(repository), READY)
+            if ready is not None and ready.get("status") == "False":
+                return f'upstream repository "{name}" is not ready: {ready.get("message") or ready.get("reason")}'
+    return ""

@@ -58,6 +58,13 @@ def is_published(revision: Obj) -> bool:
     return (revision.get("spec") or {}).get("lifecycle") in PUBLISHED_LIFECYCLES
 
 
+def unmet_readiness_gates(revision: Obj) -> list[str]:
+    """The readiness gates of a revision whose condition is not True (porchctl's approval rule)."""
+    found = {c.get("type"): c.get("status") for c in (revision.get("status") or {}).get("conditions") or ()}
+    return [str(g.get("conditionType")) for g in (revision.get("spec") or {}).get("readinessGates") or ()
+            if found.get(g.get("conditionType")) != "True"]
+
+
 class PorchClient:
     """Porch's API on one cluster."""
 

@@ -8,6 +8,10 @@ Which controllers exist is the face's business (porchkit/cli.py passes `controll
 name -> "module:function", the function building a name's controllers from the Manager, as a
 parser default set before `add_commands`, whose `--controllers` help lists the names); this
 module only checks the names, builds the cluster, the manager and its health server, and runs.
+A family of controllers may also bring a `ClusterExtension` (the parser default
+`controller_extensions`: name -> extension): flags of its own, and a layer between the API server
+and its controllers, set up before they are built and closed after the manager stops (the
+PackageVariant controllers' `--porch embedded` serves Porch's API in-process this way).
 
 What hooks may do is the operator's decision, made here once (`hook_policy`): python hooks only
 from the module prefixes named by --python-hooks (none by default), and the Secrets and
@@ -24,13 +28,15 @@ import inspect
 import logging
 import os
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reconcile.errors import ReconcileError
 
 if TYPE_CHECKING:
+    from reconcile.cluster import Cluster
     from reconcile.controller import Controller
     from reconcile.hooks import HookPolicy
     from reconcile.manager import LeaderElection, Manager
@@ -44,6 +50,21 @@ EVENT_COMPONENT = "porchkit-manager"  # source.component of the Events controlle
 POD_NAMESPACE_VARIABLE = "POD_NAMESPACE"  # the pod's namespace, when the downward API sets it
 
 log = logging.getLogger("porchkit.manager")
+
+
+class ClusterExtension(Protocol):
+    """What a family of controllers adds to the manager (see the module doc)."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Add its flags to the manager's."""
+
+    def check(self, args: argparse.Namespace) -> None:
+        """Refuse flags that do not go together (ReconcileError), before anything starts."""
+
+    def extend(self, args: argparse.Namespace, cluster: Cluster, stack: ExitStack,
+               leading: Callable[[], bool]) -> Cluster:
+        """The cluster its controllers use, built on `cluster`; what it starts, `stack` stops.
+        `leading()` tells, at any time, whether this replica leads (and so may write)."""
 
 
 def add_commands(parser: argparse.ArgumentParser) -> None:
@@ -81,6 +102,8 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     security.add_argument("--secret-namespaces", metavar="NS", action="append",
                           help="read the Secrets and ConfigMaps a webhook names for TLS and credentials only in NS "
                                "(repeatable or comma-separated; default: the manager's own namespace; '' for none)")
+    for extension in _distinct((parser.get_default("controller_extensions") or {}).values()):
+        extension.add_arguments(parser)
     parser.set_defaults(run=run_manager)
 
 
@@ -91,7 +114,10 @@ def run_manager(args: argparse.Namespace) -> int:
     from reconcile.manager import Manager
 
     factories: Mapping[str, str] = getattr(args, "controller_factories", None) or {}
+    extensions: Mapping[str, ClusterExtension] = getattr(args, "controller_extensions", None) or {}
     _check_flags(args)
+    for extension in _distinct(extensions.values()):
+        extension.check(args)
     tune_for_controllers()
     names = selected_controllers(args.controllers, factories)
     address = None if args.health_addr in ("0", "") else _address(args.health_addr)
@@ -100,10 +126,17 @@ def run_manager(args: argparse.Namespace) -> int:
     log.info("python hooks: %s; hook TLS material and credentials: %s", policy.describe_modules(),
              policy.describe_namespaces())
     election = _leader_election(args)
-    cluster = _cluster(args)
-    try:
+    with ExitStack() as stack:
+        cluster = _cluster(args)
+        close = getattr(cluster, "close", None)
+        if close is not None:
+            stack.callback(close)
+        built: list[Manager] = []  # the manager, once there is one, for `leading`
+        for extension in _distinct(extensions[name] for name in names if name in extensions):
+            cluster = extension.extend(args, cluster, stack, lambda: bool(built) and built[0].leading)
         events = EventRecorder(cluster, EVENT_COMPONENT, instance=socket.gethostname())
         manager = Manager(cluster, events=events, leader_election=election, grace_period=args.grace_period)
+        built.append(manager)
         for name in names:
             for controller in build_controllers(factories[name], manager, hook_policy=policy):
                 manager.add(controller)
@@ -120,10 +153,6 @@ def run_manager(args: argparse.Namespace) -> int:
         finally:
             if server is not None:
                 server.stop()
-    finally:
-        close = getattr(cluster, "close", None)
-        if close is not None:
-            close()
 
 
 def selected_controllers(requested: str | None, factories: Mapping[str, str]) -> list[str]:
@@ -176,6 +205,11 @@ def own_namespace(account_file: Path = SERVICE_ACCOUNT_NAMESPACE, environ: Mappi
         if namespace:
             return namespace
     return environ.get(POD_NAMESPACE_VARIABLE, "").strip()
+
+
+def _distinct(extensions: Iterable[ClusterExtension]) -> list[ClusterExtension]:
+    """Each extension once (several controllers share one), in order."""
+    return list({id(extension): extension for extension in extensions}.values())
 
 
 def _split(values: Iterable[str]) -> list[str]:

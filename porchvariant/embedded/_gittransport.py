@@ -1,26 +1,33 @@
 """The wire to a remote git server: which URLs are allowed, how credentials reach git, and how one
 git command that talks to the server is run.
 
-Owns: `url_problem` (https://, and http:// only to a loopback address; no credentials in URLs),
-`BasicAuth` (Porch's `kubernetes.io/basic-auth` Secret: username, password or token), and
-`Transport.run`, which runs one `git fetch`/`git push` against the server with:
+Owns: `url_problem` (https://, and http:// only to a loopback address; ssh URLs as _gitssh.py
+allows them; no credentials in URLs), `BasicAuth` (Porch's `kubernetes.io/basic-auth` Secret:
+username, password or token) and, for ssh, `SshAuth` (from _gitssh.py: a private key and known
+hosts), and `Transport.run`, which runs one `git fetch`/`git push` against the server with:
 
-* credentials handed over through an anonymous in-memory file (memfd) that only that git
-  process tree inherits, read by a one-line credential helper (`cat /proc/self/fd/N`) given on the
-  command line. The password is never in an argument (`ps`), an environment variable, the URL,
-  a config file or any file on disk; every other credential helper is switched off, so none can
-  store it. It is asked for afresh on every command, so a rotated Secret is used at once.
-* the TLS CA bundle (Porch's `<namespace>-ca-bundle` Secret, key `ca.crt`) the same way;
+* credentials handed over through an anonymous in-memory file (memfd, mode 0600) that only that
+  git process tree inherits. Over https a one-line credential helper (`cat /proc/self/fd/N`)
+  given on the command line reads it; over ssh, GIT_SSH_COMMAND names the key and the known hosts
+  as `/proc/$PPID/fd/N` (why not `self`: _gitssh.py). The password or key is never in an argument
+  (`ps`), an environment variable, the URL, a config file or any file on disk; every other
+  credential helper, ssh config, agent and known_hosts file is switched off, so none can store
+  it. It is asked for afresh on every command, so a rotated Secret is used at once.
+* over https, the TLS CA bundle (Porch's `<namespace>-ca-bundle` Secret, key `ca.crt`) the same
+  way; over ssh, strict host key checking against the given known hosts only: an unknown or
+  changed host key is refused (HostKeyUnknown), and no known hosts at all before connecting;
 * an environment built from an allow-list (PATH, HOME, TMPDIR, proxies): nothing inherited can
   turn off TLS checks (GIT_SSL_NO_VERIFY), point git elsewhere or prompt (GIT_ASKPASS); system
   and global git config are not read; no terminal (a new session, stdin from /dev/null);
-* bounded time: a transfer slower than LOW_SPEED_LIMIT bytes/s for `low_speed_time` seconds is
-  dropped by git, and the whole command is killed (with its process group) after `timeout`;
+* bounded time: over https a transfer slower than LOW_SPEED_LIMIT bytes/s for `low_speed_time`
+  seconds is dropped by git, over ssh a server that does not answer for about as long (connecting
+  or later); the whole command is killed (with its process group) after `timeout`;
 * a one-line error (`RemoteError`) that names the URL and says what failed (authentication, TLS,
-  unreachable, the server's refusal), with any credential scrubbed from it.
+  host key, unreachable, the server's refusal), with any credential scrubbed from it.
 
-Seam for ssh: a Transport is made by `transport_for(url, ...)`; an ssh one will hand git a key
-and known hosts the same way (GIT_SSH_COMMAND reading an inherited fd) behind the same `run`.
+One Transport serves both wires, with the same `run`: the URL chooses (`is_ssh_url`), and the
+credentials must fit it (BasicAuth or none for https, SshAuth for ssh). What is particular to ssh
+(its URL grammar, its command line, what its errors mean) lives in _gitssh.py.
 Does not: know refs, mirrors or Porch's layout (_gitmirror.py).
 """
 
@@ -36,12 +43,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 
+from porchvariant.embedded import _gitssh
 from porchvariant.embedded._giterrors import RemoteError
+from porchvariant.embedded._gitssh import SshAuth, is_ssh_url
 
 LOW_SPEED_LIMIT = 1000  # bytes/s; slower than this for low_speed_time seconds and git gives up
 _KEPT_ENV = ("PATH", "HOME", "TMPDIR", "http_proxy", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY",
              "all_proxy", "ALL_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR")
 _LOOPBACK_NAMES = ("localhost",)
+_COMMON_CONFIG = ("-c", "credential.helper=", "-c", "core.askPass=", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+                  "-c", "core.hooksPath=/dev/null", "-c", "protocol.version=2")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +65,8 @@ class BasicAuth:
 
 @dataclass(frozen=True, slots=True)
 class TransportOptions:
-    """How long a remote git command may take: `timeout` in all, `low_speed_time` below LOW_SPEED_LIMIT."""
+    """How long a remote git command may take: `timeout` in all, `low_speed_time` below LOW_SPEED_LIMIT
+    (over ssh: connecting, or with a server that does not answer)."""
 
     timeout: float = 120.0
     low_speed_time: int = 30
@@ -70,16 +82,16 @@ def is_remote(url: str) -> bool:
 
 def url_problem(url: str) -> str | None:
     """Why the embedded Porch will not talk to `url`, or None when it will."""
+    if is_ssh_url(url):
+        return _gitssh.ssh_url_problem(url)
     try:
         parsed = urllib.parse.urlsplit(url)
         host = parsed.hostname or ""
         parsed.port  # noqa: B018 (raises ValueError for a bad port)
     except ValueError as err:
         return f"{url!r} is not a valid URL ({err})"
-    if parsed.scheme in ("ssh", "git+ssh") or (not parsed.scheme and is_remote(url)):
-        return "ssh repositories are not supported yet: use an https:// URL with a basic-auth Secret"
     if parsed.scheme not in ("https", "http"):
-        return f"the {parsed.scheme or 'scp-like'} protocol is not supported: use https://"
+        return f"the {parsed.scheme or 'scp-like'} protocol is not supported: use https:// or ssh://"
     if parsed.username is not None or parsed.password is not None:
         return "the URL must not carry credentials: put them in a Secret named by spec.git.secretRef"
     if not host:
@@ -100,17 +112,22 @@ def _loopback(host: str) -> bool:
         return False
 
 
-class Transport:
-    """Runs git commands that talk to one https (or loopback http) URL; see the module doc."""
+Credentials = BasicAuth | SshAuth
+_Wire = tuple[list[str], dict[str, str], tuple[int, ...]]  # git's -c settings, environment, inherited fds
 
-    def __init__(self, url: str, *, credentials: Callable[[], BasicAuth | None] = lambda: None,
+
+class Transport:
+    """Runs git commands that talk to one https (or loopback http) or ssh URL; see the module doc."""
+
+    def __init__(self, url: str, *, credentials: Callable[[], Credentials | None] = lambda: None,
                  ca_bundle: Callable[[], bytes | None] = lambda: None,
                  options: TransportOptions | None = None) -> None:
         """`credentials` and `ca_bundle` are called before every command (a Secret may change);
-        what they raise (a RemoteError for a missing Secret) is the command's error."""
+        what they raise (a RemoteError for a missing Secret) is the command's error. The CA bundle
+        is for https only."""
         if problem := url_problem(url):
             raise RemoteError(f"{url}: {problem}", reason="InvalidURL")
-        self.url = url
+        self.url, self.ssh = url, is_ssh_url(url)
         self._credentials, self._ca_bundle = credentials, ca_bundle
         self.options = options or TransportOptions()
 
@@ -120,10 +137,10 @@ class Transport:
         RemoteError (one line, credentials scrubbed) for a non-zero exit or a timeout; the error
         carries git's stdout (`.stdout`: a push's porcelain report)."""
         auth = self._credentials()
-        with self._invocation(auth) as (config, fds):
+        with self._invocation(auth) as (config, env, fds):
             command = ["git", "--git-dir", git_dir, *config, *args]
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, env=self._environment(), pass_fds=fds,
+                                    stderr=subprocess.PIPE, env=env, pass_fds=fds,
                                     start_new_session=True)
             try:
                 out, err = proc.communicate(timeout=self.options.timeout)
@@ -133,32 +150,52 @@ class Transport:
                                   "and was stopped", reason="Timeout") from None
         if proc.returncode != 0:
             text = _scrub(err.decode(errors="replace"), auth)
-            raise RemoteError(f"{self.url}: {_summary(text)}", reason=_reason(text), stdout=_scrub(
-                out.decode(errors="replace"), auth))
+            summary, reason = (_gitssh.summary(text), _gitssh.reason(text) or _reason(text)) if self.ssh \
+                else (_summary(text), _reason(text))
+            raise RemoteError(f"{self.url}: {summary}", reason=reason,
+                              stdout=_scrub(out.decode(errors="replace"), auth))
         return out
 
     @contextmanager
-    def _invocation(self, auth: BasicAuth | None) -> Iterator[tuple[list[str], tuple[int, ...]]]:
-        """git's `-c` settings for this transport, and the descriptors its children inherit."""
-        config = ["-c", "credential.helper=", "-c", "core.askPass=", "-c", "http.followRedirects=false",
-                  "-c", "http.sslVerify=true", "-c", f"http.lowSpeedLimit={LOW_SPEED_LIMIT}",
-                  "-c", f"http.lowSpeedTime={self.options.low_speed_time}", "-c", "gc.auto=0",
-                  "-c", "maintenance.auto=false", "-c", "core.hooksPath=/dev/null", "-c", "protocol.version=2"]
+    def _invocation(self, auth: Credentials | None) -> Iterator[_Wire]:
+        """git's `-c` settings, environment and inherited descriptors for one command."""
         with ExitStack() as stack:
-            fds: list[int] = []
-            if auth is not None:
-                fd = stack.enter_context(_memory_file(f"username={auth.username}\npassword={auth.password}\n"
-                                                      .encode()))
-                fds.append(fd)
-                # Asked with "get", "store" or "erase" (and the request on stdin): only "get" answers.
-                helper = f'!f() {{ cat >/dev/null; test "$1" = get && cat /proc/self/fd/{fd}; }}; f'
-                config += ["-c", f"credential.helper={helper}", "-c", "credential.useHttpPath=false"]
-            ca = self._ca_bundle()
-            if ca:
-                fd = stack.enter_context(_memory_file(ca))
-                fds.append(fd)
-                config += ["-c", f"http.sslCAInfo=/proc/self/fd/{fd}"]
-            yield config, tuple(fds)
+            config, env, fds = self._ssh_wire(stack, auth) if self.ssh else self._https_wire(stack, auth)
+            yield [*_COMMON_CONFIG, *config], {**self._environment(), **env}, fds
+
+    def _https_wire(self, stack: ExitStack, auth: Credentials | None) -> _Wire:
+        if isinstance(auth, SshAuth):
+            raise RemoteError(f"{self.url}: an ssh key was given for an https URL", reason="SecretError")
+        config = ["-c", "http.followRedirects=false", "-c", "http.sslVerify=true",
+                  "-c", f"http.lowSpeedLimit={LOW_SPEED_LIMIT}",
+                  "-c", f"http.lowSpeedTime={self.options.low_speed_time}"]
+        fds: list[int] = []
+        if auth is not None:
+            fd = stack.enter_context(_memory_file(f"username={auth.username}\npassword={auth.password}\n".encode()))
+            fds.append(fd)
+            # Asked with "get", "store" or "erase" (and the request on stdin): only "get" answers.
+            helper = f'!f() {{ cat >/dev/null; test "$1" = get && cat /proc/self/fd/{fd}; }}; f'
+            config += ["-c", f"credential.helper={helper}", "-c", "credential.useHttpPath=false"]
+        ca = self._ca_bundle()
+        if ca:
+            fd = stack.enter_context(_memory_file(ca))
+            fds.append(fd)
+            config += ["-c", f"http.sslCAInfo=/proc/self/fd/{fd}"]
+        return config, {}, tuple(fds)
+
+    def _ssh_wire(self, stack: ExitStack, auth: Credentials | None) -> _Wire:
+        """Refused before connecting: no key, or no known hosts (an unknown host is never trusted)."""
+        if not isinstance(auth, SshAuth):
+            raise RemoteError(f"{self.url}: an ssh repository needs a private key and known hosts",
+                              reason="SecretError")
+        if problem := _gitssh.private_key_problem(auth.private_key):
+            raise RemoteError(f"{self.url}: {problem}", reason="SecretError")
+        if problem := _gitssh.known_hosts_problem(auth.known_hosts):
+            raise RemoteError(f"{self.url}: {problem}", reason="HostKeyUnknown")
+        key = stack.enter_context(_memory_file(_gitssh.as_file(auth.private_key)))
+        hosts = stack.enter_context(_memory_file(_gitssh.as_file(auth.known_hosts)))
+        command = _gitssh.ssh_command(key, hosts, connect_timeout=self.options.low_speed_time)
+        return [], {"GIT_SSH_COMMAND": command, "GIT_SSH_VARIANT": "ssh"}, (key, hosts)
 
     @staticmethod
     def _environment() -> dict[str, str]:
@@ -177,6 +214,7 @@ def _memory_file(data: bytes) -> Iterator[int]:
                           reason="Unsupported")
     fd = os.memfd_create("porchkit-git", 0)  # not inheritable until pass_fds makes it so in the child
     try:
+        os.fchmod(fd, 0o600)  # ssh refuses a key file that others could read
         os.write(fd, data)
         yield fd
     finally:
@@ -189,9 +227,13 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.communicate()
 
 
-def _scrub(text: str, auth: BasicAuth | None) -> str:
-    if auth is not None and auth.password:
+def _scrub(text: str, auth: Credentials | None) -> str:
+    if isinstance(auth, BasicAuth) and auth.password:
         text = text.replace(auth.password, "***")
+    if isinstance(auth, SshAuth):
+        for line in auth.private_key.decode(errors="replace").splitlines():
+            if len(line.strip()) >= 16 and not line.startswith("-----"):
+                text = text.replace(line.strip(), "***")
     return text
 
 

@@ -1,16 +1,27 @@
 """Repositories on git servers, as the embedded Porch serves them: credentials, mirror, schedule, Ready.
 
-Owns, for a Repository whose `spec.git.repo` is an https:// URL (http:// to loopback only):
+Owns, for a Repository whose `spec.git.repo` is an https:// URL (http:// to loopback only) or an
+ssh one (`ssh://[user@]host[:port]/path`, `git+ssh://`, scp-like `user@host:path`):
 * its credentials, as Porch takes them: `spec.git.secretRef.name` names a Secret in the
-  Repository's namespace of type `kubernetes.io/basic-auth` (`username`, `password`; a token goes
-  in `password`), read again before every fetch and push, so a rotated Secret is used at once;
-  and Porch's CA bundle, the Secret `<namespace>-ca-bundle`, key `ca.crt`, when there is one;
+  Repository's namespace, read again before every fetch and push, so a rotated Secret is used
+  at once. For https, of type `kubernetes.io/basic-auth` (BASIC_AUTH: `username`, `password`; a
+  token goes in `password`), and Porch's CA bundle, the Secret `<namespace>-ca-bundle`, key
+  `ca.crt`, when there is one. For ssh, of type `kubernetes.io/ssh-auth` (SSH_AUTH: the key in
+  `ssh-privatekey`, SSH_PRIVATE_KEY), and the known host keys (ssh's known_hosts format) from
+  that Secret's key `known_hosts` (SECRET_KNOWN_HOSTS) if it has one, else from the ConfigMap
+  `ssh-known-hosts` (KNOWN_HOSTS_CONFIGMAP) in the Repository's namespace, key `ssh_known_hosts`
+  (KNOWN_HOSTS_KEY), also read afresh every time. No known hosts at all, or a server whose key
+  they do not hold, is an error: an unknown host key is never accepted. A Secret of the other
+  type than the URL needs (basic-auth for ssh, ssh-auth for https) is an error naming both. In a
+  shared cluster (RemoteSettings.secrets_name_servers) a Secret is used only for the servers its
+  annotation names (_secret_scope.py);
 * opening it (`open_remote`: a mirror in the cache directory, fetched) and when to fetch it again
   (`Schedule`: every `fetch_period`, or the Repository's `spec.sync.schedule` where it is a plain
   interval: `@every 30s`, `*/5 * * * *`, `@hourly`...), and the back-off after a failure (1 s,
   doubling, at most BACKOFF_CAP), during which the failure is answered without going to the server;
 * the Repository's `Ready` condition, as Porch's repository controller writes it (reason `Ready` or
-  `Error`, the message one line naming what failed), written only when it changes.
+  `Error`, the message one line naming what failed), written only when it changes, and only while
+  RemoteSettings.writes_status allows.
 
 Does not: decide which Repositories are served (_porch_repos.py), talk to git (_gitmirror.py,
 _gittransport.py) or know PackageRevisions.
@@ -28,14 +39,22 @@ from pathlib import Path
 from typing import Any
 
 from porchvariant.embedded._gitmirror import Mirror, default_cache_dir
-from porchvariant.embedded._gittransport import BasicAuth, Transport, TransportOptions
+from porchvariant.embedded._gitssh import SshAuth, is_ssh_url
+from porchvariant.embedded._gittransport import BasicAuth, Credentials, Transport, TransportOptions
+from porchvariant.embedded._secret_scope import secret_problem
 from porchvariant.embedded.gitrepo import GitPackageRepository, GitRepositoryError, RemoteError
 from reconcile import conditions
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey
 from reconcile.errors import ApiError
 
 SECRET = Kind("v1", "Secret")
+CONFIG_MAP = Kind("v1", "ConfigMap")
 BASIC_AUTH = "kubernetes.io/basic-auth"
+SSH_AUTH = "kubernetes.io/ssh-auth"
+SSH_PRIVATE_KEY = "ssh-privatekey"  # Kubernetes' key for an ssh-auth Secret
+SECRET_KNOWN_HOSTS = "known_hosts"  # in the same Secret, first choice
+KNOWN_HOSTS_CONFIGMAP, KNOWN_HOSTS_KEY = "ssh-known-hosts", "ssh_known_hosts"  # else this ConfigMap's key
+_WANTED_KEYS = {BASIC_AUTH: "keys username and password", SSH_AUTH: f"key {SSH_PRIVATE_KEY}"}
 CA_BUNDLE_SUFFIX = "-ca-bundle"  # Porch: the Secret <namespace>-ca-bundle, key ca.crt
 READY = "Ready"
 BACKOFF_FIRST, BACKOFF_CAP = 1.0, 60.0
@@ -47,12 +66,19 @@ _DESCRIPTORS = {"* * * * *": 60.0, "@hourly": 3600.0, "@daily": 86400.0, "@midni
 
 @dataclass(frozen=True, slots=True)
 class RemoteSettings:
-    """Where mirrors live, how often they are fetched, the limits of one git command, and the clock."""
+    """Where mirrors live, how often they are fetched, the limits of one git command, and the clock.
+
+    In a shared cluster (`porchkit manager --porch embedded`): `secrets_name_servers` sends a
+    credential Secret only to the git servers its annotation names (_secret_scope.py), and
+    `writes_status` says whether this process may write a Repository's Ready condition now (the
+    leader may; a standby keeps its mirrors fresh and writes nothing)."""
 
     cache: Path = field(default_factory=default_cache_dir)
     fetch_period: float = 60.0
     transport: TransportOptions = field(default_factory=TransportOptions)
     clock: Callable[[], float] = time.monotonic
+    secrets_name_servers: bool = False
+    writes_status: Callable[[], bool] = lambda: True
 
 
 def fetch_period(repository: Obj, default: float) -> float:
@@ -70,9 +96,11 @@ def open_remote(cluster: Cluster, repository: Obj, settings: RemoteSettings) -> 
     NotFound if its branch is missing and not to be created."""
     namespace = str(repository["metadata"].get("namespace") or "")
     git = (repository.get("spec") or {}).get("git") or {}
-    secret = str((git.get("secretRef") or {}).get("name") or "")
-    transport = Transport(str(git["repo"]), options=settings.transport,
-                          credentials=(lambda: read_basic_auth(cluster, namespace, secret)) if secret else lambda: None,
+    secret, url = str((git.get("secretRef") or {}).get("name") or ""), str(git["repo"])
+    credentials = _credentials(cluster, namespace, secret, url)
+    if settings.secrets_name_servers and secret:
+        credentials = _only_to_named_servers(cluster, namespace, secret, url, credentials)
+    transport = Transport(url, options=settings.transport, credentials=credentials,
                           ca_bundle=lambda: read_ca_bundle(cluster, namespace))
     branch = str(git.get("branch") or "main")
     return GitPackageRepository("", branch=branch, directory=str(git.get("directory") or ""),
@@ -81,23 +109,88 @@ def open_remote(cluster: Cluster, repository: Obj, settings: RemoteSettings) -> 
                                 remote=Mirror(settings.cache, transport, branch))
 
 
+def _credentials(cluster: Cluster, namespace: str, secret: str, url: str) -> Callable[[], Credentials | None]:
+    """What the Transport calls before every command: the Secret read afresh (none for https
+    without a secretRef; for ssh, the missing secretRef is the command's error)."""
+    if is_ssh_url(url):
+        return lambda: read_ssh_auth(cluster, namespace, secret)
+    return (lambda: read_basic_auth(cluster, namespace, secret)) if secret else lambda: None
+
+
+def _only_to_named_servers(cluster: Cluster, namespace: str, secret: str, url: str,
+                           credentials: Callable[[], Credentials | None]) -> Callable[[], Credentials | None]:
+    """`credentials`, once the Secret's own annotation allows `url` (checked afresh every time)."""
+
+    def allowed() -> Credentials | None:
+        try:
+            found = cluster.get(SECRET, ObjectKey(namespace, secret))
+        except ApiError as err:
+            raise RemoteError(f"{_where(namespace, secret)} cannot be read: {err}", reason="SecretError") from None
+        if found is not None and (problem := secret_problem(found, url)):
+            raise RemoteError(problem, reason="SecretNotAllowed")
+        return credentials()
+
+    return allowed
+
+
 def read_basic_auth(cluster: Cluster, namespace: str, name: str) -> BasicAuth:
     """The username and password of a `kubernetes.io/basic-auth` Secret; RemoteError naming what is wrong."""
-    where = f"Secret {namespace}/{name} (spec.git.secretRef)"
+    secret = _read_secret(cluster, namespace, name, BASIC_AUTH, "an https")
+    values = {key: _decoded(secret, key) for key in ("username", "password")}
+    missing = [key for key, value in values.items() if not value]
+    if missing:
+        raise RemoteError(f"{_where(namespace, name)} has no {' or '.join(missing)}", reason="SecretError")
+    return BasicAuth(values["username"], values["password"])
+
+
+def read_ssh_auth(cluster: Cluster, namespace: str, name: str) -> SshAuth:
+    """The private key of a `kubernetes.io/ssh-auth` Secret and the known hosts (see the module doc);
+    RemoteError naming what is wrong or missing."""
+    if not name:
+        raise RemoteError(f"an ssh repository needs spec.git.secretRef naming a Secret of type {SSH_AUTH} "
+                          f"(key {SSH_PRIVATE_KEY})", reason="SecretError")
+    secret = _read_secret(cluster, namespace, name, SSH_AUTH, "an ssh")
+    key = _decoded(secret, SSH_PRIVATE_KEY)
+    if not key.strip():
+        raise RemoteError(f"{_where(namespace, name)} has no {SSH_PRIVATE_KEY}", reason="SecretError")
+    known_hosts = _decoded(secret, SECRET_KNOWN_HOSTS) or read_known_hosts(cluster, namespace)
+    if not known_hosts.strip():
+        raise RemoteError(f"no known host keys for the ssh server: neither {_where(namespace, name)} has key "
+                          f"{SECRET_KNOWN_HOSTS} nor ConfigMap {namespace}/{KNOWN_HOSTS_CONFIGMAP} key "
+                          f"{KNOWN_HOSTS_KEY} (an unknown host key is never accepted)", reason="HostKeyUnknown")
+    return SshAuth(key.encode(), known_hosts.encode())
+
+
+def read_known_hosts(cluster: Cluster, namespace: str) -> str:
+    """The ConfigMap KNOWN_HOSTS_CONFIGMAP's KNOWN_HOSTS_KEY in `namespace` (data or binaryData), or ""."""
+    try:
+        found = cluster.get(CONFIG_MAP, ObjectKey(namespace, KNOWN_HOSTS_CONFIGMAP))
+    except ApiError as err:
+        raise RemoteError(f"ConfigMap {namespace}/{KNOWN_HOSTS_CONFIGMAP} cannot be read: {err}",
+                          reason="SecretError") from None
+    if found is None:
+        return ""
+    text = (found.get("data") or {}).get(KNOWN_HOSTS_KEY)
+    return str(text) if text is not None else _base64_text((found.get("binaryData") or {}).get(KNOWN_HOSTS_KEY))
+
+
+def _read_secret(cluster: Cluster, namespace: str, name: str, wanted: str, url_kind: str) -> Obj:
+    """The Secret `name`, of type `wanted`; RemoteError (one line, naming it) if it is not there or not so."""
+    where = _where(namespace, name)
     try:
         secret = cluster.get(SECRET, ObjectKey(namespace, name))
     except ApiError as err:
         raise RemoteError(f"{where} cannot be read: {err}", reason="SecretError") from None
     if secret is None:
         raise RemoteError(f"{where} not found", reason="SecretError")
-    if secret.get("type") != BASIC_AUTH:
-        raise RemoteError(f"{where} is of type {secret.get('type') or 'Opaque'}, not {BASIC_AUTH}",
-                          reason="SecretError")
-    values = {key: _decoded(secret, key) for key in ("username", "password")}
-    missing = [key for key, value in values.items() if not value]
-    if missing:
-        raise RemoteError(f"{where} has no {' or '.join(missing)}", reason="SecretError")
-    return BasicAuth(values["username"], values["password"])
+    if secret.get("type") != wanted:
+        raise RemoteError(f"{where} is of type {secret.get('type') or 'Opaque'}, not {wanted} ({url_kind} "
+                          f"repository needs {wanted}, {_WANTED_KEYS[wanted]})", reason="SecretError")
+    return secret
+
+
+def _where(namespace: str, name: str) -> str:
+    return f"Secret {namespace}/{name} (spec.git.secretRef)"
 
 
 def read_ca_bundle(cluster: Cluster, namespace: str) -> bytes | None:
@@ -114,6 +207,12 @@ def _decoded(secret: Obj, key: str) -> str:
     raw = (secret.get("data") or {}).get(key)
     if raw is None:
         return str((secret.get("stringData") or {}).get(key) or "")
+    return _base64_text(raw)
+
+
+def _base64_text(raw: object) -> str:
+    if raw is None:
+        return ""
     try:
         return base64.b64decode(str(raw), validate=True).decode()
     except (binascii.Error, UnicodeDecodeError):

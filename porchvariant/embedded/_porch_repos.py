@@ -235,17 +235,18 @@ class Repositories:
         failing = self._failing.get(where)
         schedule = failing[1] if failing is not None and failing[0] == key else Schedule()
         if schedule.error is not None and not schedule.due(now):
+            self._report(item, schedule.error)  # a new leader says so at once; otherwise no write
             raise schedule.error
         try:
             git = remotes.open_remote(self.cluster, item, self.remotes)
         except gitrepo.GitRepositoryError as err:
             schedule.failed(now, err)
             self._failing[where] = (key, schedule)
-            remotes.write_ready(self.cluster, item, err)
+            self._report(item, err)
             raise
         self._failing.pop(where, None)
         schedule.succeeded(now, remotes.fetch_period(item, self.remotes.fetch_period))
-        remotes.write_ready(self.cluster, item, None)
+        self._report(item, None)
         return _Handle(key, git, schedule=schedule)
 
     def _fetch_if_due(self, handle: _Handle, item: Obj) -> None:
@@ -260,7 +261,11 @@ class Repositories:
                 handle.schedule.failed(now, err)
             else:
                 handle.schedule.succeeded(now, remotes.fetch_period(item, self.remotes.fetch_period))
-        remotes.write_ready(self.cluster, item, handle.schedule.error)
+        self._report(item, handle.schedule.error)
+
+    def _report(self, item: Obj, error: BaseException | None) -> None:
+        if self.remotes.writes_status():
+            remotes.write_ready(self.cluster, item, error)
 
     def _fetch_due(self, repos: list[Repo]) -> bool:
         now = self.remotes.clock()

@@ -116,9 +116,10 @@ class EmbeddedPorch:
                  remotes: RemoteSettings | None = None) -> None:
         """Serve on `cluster` the revisions of the Repositories listed in `repositories_from`
         (default: `cluster` itself; a real API server's, when its porch.kpt.dev group is routed
-        here by a reconcile.routing.RoutedCluster). With `announce_every` (seconds), a thread
-        calls `announce_repositories` that often, for servers whose Repositories come and go
-        while informers watch, or whose git servers others push to. `remotes`: where the mirrors
+        here by a reconcile.routing.RoutedCluster, whose namespaces `cluster` then does not check).
+        With `announce_every` (seconds), a thread calls `announce_repositories` that often, for
+        servers whose Repositories come and go while informers watch, or whose git servers others
+        push to. `remotes`: where the mirrors
         of Repositories on git servers live and how often they are fetched."""
         self.cluster = cluster
         self.renderer: Renderer = renderer or no_render
@@ -128,12 +129,14 @@ class EmbeddedPorch:
         self._objects = Objects(self._history)
         self._first_tasks = FirstTasks(self._repos)
         self._deleting: dict[tuple[str, str], str] = {}  # (ns, name) -> deletionTimestamp
+        elsewhere = repositories_from is not None and repositories_from is not cluster
         for info in (PACKAGE_REVISION_INFO, PACKAGE_REVISION_RESOURCES_INFO):
             try:
                 cluster.resource(info.kind)
-                cluster.serve(info.kind, self)  # already defined (a CRD): take it over
+                served: Kind | ResourceInfo = info.kind  # already defined (a CRD): take it over
             except NotFound:
-                cluster.serve(info, self)
+                served = info
+            cluster.serve(served, self, namespaces_elsewhere=elsewhere)
         self._announced: dict[tuple[Kind, str, str], Obj] | None = None
         self._stop = threading.Event()
         if announce_every is not None:
@@ -297,6 +300,9 @@ class EmbeddedPorch:
                 if wanted and current["metadata"].get(field) != wanted:
                     raise Conflict(f"Precondition failed: {field} in precondition: {wanted}, "
                                    f"{field} in object meta: {current['metadata'].get(field)}")
+            if downstream := self._referenced_by(key, self._repos.of(key.namespace, listing)):
+                raise _forbidden(key.name, f"cannot delete package revision, it is referenced as upstream by: "
+                                           f"{downstream}")
             if current["metadata"].get("finalizers"):
                 if "deletionTimestamp" not in current["metadata"]:
                     self._deleting[(key.namespace, key.name)] = timestamp(datetime.now(UTC).timestamp())
@@ -305,6 +311,23 @@ class EmbeddedPorch:
                 return clone(current)
             self._remove(found, current)
             return None
+
+    def _referenced_by(self, key: ObjectKey, repos: builtins.list[Repo]) -> str:
+        """The first revision of the namespace (not a placeholder) whose first task clones from or
+        upgrades to `key`'s revision, or "": Porch (v1.5.8, PR #453) will not delete such an upstream."""
+        for repo in repos:
+            for found in self._repos.listed(repo):
+                if repo.is_placeholder(found.revision):
+                    continue
+                obj = self._object(PACKAGE_REVISION, found)
+                for task in obj["spec"].get("tasks") or ():
+                    upstream = (((task.get("clone") or {}).get("upstreamRef") or {}).get("upstreamRef") or {}
+                                if task.get("type") == "clone" else
+                                (task.get("upgrade") or {}).get("newUpstreamRef") or {}
+                                if task.get("type") == "upgrade" else {})
+                    if upstream.get("name") == key.name:
+                        return str(obj["metadata"]["name"])
+        return ""
 
     # --- create -----------------------------------------------------------------------------------
 

@@ -86,6 +86,7 @@ class EmbeddedCluster:
         self._store.subscribe(self._hub.publish)
         self._engine = Engine(self._registry, self._store, clock)
         self._namespaces = Namespaces(self._engine)
+        self._namespaces_elsewhere: set[Kind] = set()
         self._engine.reactors = [Defaults(), self._namespaces, Crds(self._engine), GarbageCollector(self._engine)]
         self._journal = Journal(persist_to) if persist_to is not None else None
         self._compacted_at = -1  # the store revision of the last snapshot written
@@ -137,13 +138,19 @@ class EmbeddedCluster:
 
         self._write(registered)
 
-    def serve(self, kind: Kind | ResourceInfo, storage: Storage) -> None:
+    def serve(self, kind: Kind | ResourceInfo, storage: Storage, *, namespaces_elsewhere: bool = False) -> None:
         """Route every request for a kind to `storage` (see reconcile.embedded.storage). Pass the
-        ResourceInfo of a kind not served yet, or the Kind of one that is."""
+        ResourceInfo of a kind not served yet, or the Kind of one that is. `namespaces_elsewhere`:
+        the storage's namespaces are another API server's, which admits them (as an aggregated
+        API server checks namespaces against the main one), so this cluster does not."""
         with self._lock:
             self._check_open()
             info = kind if isinstance(kind, ResourceInfo) else self._registry.info(kind)
             self._registry.serve(info, storage)
+            if namespaces_elsewhere:
+                self._namespaces_elsewhere.add(info.kind)
+            else:
+                self._namespaces_elsewhere.discard(info.kind)
 
     def watchers(self) -> int:
         """How many watches are open (apiserver_registered_watchers); abandoned ones not counted."""
@@ -353,7 +360,7 @@ class EmbeddedCluster:
         with self._lock:
             self._check_open()
             storage = self._registry.handler(kind)
-            if storage is not None:
+            if storage is not None and kind not in self._namespaces_elsewhere:
                 meta = body["metadata"]
                 info = self._registry.info(kind)
                 self._namespaces.check_namespace(info, str(meta.get("namespace") or ""), str(meta.get("name") or ""))

@@ -27,7 +27,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 NAMESPACE = "porchkit-system"
-RBAC_FILES = ("rbac.yaml", "decorators-rbac.yaml", "mapctl-rbac.yaml")
+RBAC_FILES = ("variants/rbac.yaml", "decorators-rbac.yaml", "mapctl-rbac.yaml")
 AGGREGATION_LABELS = {  # the bound ClusterRole of each account, and the label that adds to it
     "porchkit": ("porchkit-variants", ("porchkit.dev/aggregate-to-packagevariantset",
                                        "porchkit.dev/aggregate-to-packagevariant")),

@@ -92,7 +92,7 @@ def decorator_crd(kubeconfig: str) -> None:
 @pytest.fixture
 def variant_crds(cluster: Cluster) -> None:
     """deploy/crds and a Repository CRD (Porch's, standing in for Porch), installed (or already there) and served."""
-    shipped = [yaml.safe_load_all(path.read_text()) for path in sorted((ROOT / "deploy" / "crds").glob("*.yaml"))]
+    shipped = [yaml.safe_load_all(path.read_text()) for path in sorted((ROOT / "deploy" / "crds").glob("*_*.yaml"))]
     wanted = [doc for docs in shipped for doc in docs if doc]
     wanted += [crd for crd in crds() if crd["spec"]["names"]["kind"] == "Repository"]
     for crd in wanted:

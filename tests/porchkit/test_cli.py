@@ -46,7 +46,7 @@ def test_version_prints_the_installed_distributions_version() -> None:
 def test_manager_help_names_every_controller() -> None:
     result = subprocess.run([sys.executable, "-m", "porchkit", "manager", "--help"], capture_output=True, text=True)
     assert result.returncode == 0
-    assert "packagevariant, packagevariantset, decorator, map" in " ".join(result.stdout.split())
+    assert "packagevariant, packagevariantset, approval, decorator, map" in " ".join(result.stdout.split())
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:

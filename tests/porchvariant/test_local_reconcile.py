@@ -16,7 +16,7 @@ import yaml
 
 from porchvariant.embedded.gitrepo import GitPackageRepository, Lifecycle, Revision
 from porchvariant.errors import PorchVariantError
-from porchvariant.local import LocalRun, reconcile_manifests
+from porchvariant.local import LocalRun, RemoteSettings, reconcile_manifests
 from porchvariant.packagevariant_controller import MUTATIONS_CONDITION
 from tests.porchvariant.variants_support import NS, Repos, configmap, manifests, package_variant
 
@@ -224,3 +224,18 @@ def test_a_variant_whose_spec_is_not_a_mapping_is_stalled_not_a_stuck_watch(repo
     result = run(repos, *repos.repositories(), pv)
     assert result.problems == [f"PackageVariant {NS}/web-prod is Stalled (ValidationError): "
                                "spec: must be an object, not a string"]
+
+
+def test_a_set_whose_upstream_repository_is_unreachable_is_stalled_naming_it(repos: Repos, tmp_path: Path) -> None:
+    unreachable = {**repos.repository("catalog"), "spec": {"type": "git", "git": {
+        "repo": "https://127.0.0.1:1/catalog.git", "branch": "main"}}}  # nothing listens on port 1
+    pvs = {"apiVersion": "config.porch.kpt.dev/v1alpha2", "kind": "PackageVariantSet",
+           "metadata": {"name": "web", "namespace": NS},
+           "spec": {"upstream": {"repo": "catalog", "package": "web", "revision": 1},
+                    "targets": [{"repositories": [{"name": "prod"}]}]}}
+    result = reconcile_manifests(manifests(unreachable, repos.repository("prod"), pvs), timeout=60,
+                                 remotes=RemoteSettings(cache=tmp_path / "cache"))
+    [problem] = [p for p in result.problems if "PackageVariantSet" in p]
+    assert problem.startswith(f'PackageVariantSet {NS}/web is Stalled (RepositoryNotReady): upstream repository '
+                              f'"catalog" is not ready: https://127.0.0.1:1/catalog.git: ')
+    assert result.changes == []

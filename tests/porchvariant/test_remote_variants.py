@@ -21,6 +21,7 @@ import pytest
 
 from porchkit.cli import main
 from porchvariant.embedded._porch_remotes import RemoteSettings
+from porchvariant.embedded._secret_scope import SERVERS_ANNOTATION
 from porchvariant.local import serve_porch
 from porchvariant.manager import package_variant_controllers
 from porchvariant.packagevariant_controller import PACKAGE_VARIANT
@@ -151,6 +152,39 @@ def test_changes_pushed_by_others_arrive_as_watch_events(served: Served, tmp_pat
         stream.close()
 
 
+def test_in_a_shared_cluster_a_secret_goes_only_to_the_servers_it_names(served: Served, tmp_path: Path) -> None:
+    server = served.server
+    before = {name: server.refs(f"{name}.git") for name in ("catalog", "prod")}
+    with _Live(served, tmp_path, secrets_name_servers=True) as live:
+        live.cluster.create(package_variant("web-prod", downstream="prod"))
+        message = eventually(lambda: live.ready_condition("prod", "False"))["message"]
+        assert message.startswith(f"Secret {NS}/{SECRET} does not name the git servers it may be sent to")
+        assert SERVERS_ANNOTATION in message
+        eventually(lambda: live.condition(PACKAGE_VARIANT, "web-prod", "Stalled", "True"))
+        assert {name: server.refs(f"{name}.git") for name in before} == before
+        live.annotate_secret(server.url("elsewhere/"))  # a prefix that is not the repositories' folder
+        eventually(lambda: SERVERS_ANNOTATION in str(live.ready_condition("prod", "False")) and
+                   "may not be sent to" in str(live.ready_condition("prod", "False")), timeout=30)
+        live.annotate_secret(server.url(""))
+        eventually(lambda: live.ready_condition("prod", "True"), timeout=30)
+        eventually(lambda: "refs/heads/drafts/web/packagevariant-1" in server.refs("prod.git"), timeout=30)
+
+
+def test_a_standby_writes_no_ready_condition_and_a_new_leader_writes_it_at_once(served: Served,
+                                                                              tmp_path: Path) -> None:
+    leading = threading.Event()
+    with _Live(served, tmp_path, password="wrong-" + served.server.password, controllers=False, announce=None,
+               writes_status=leading.is_set) as live:
+        live.porch.announce_repositories()  # opens (fetches) every Repository: all fail
+        live.porch.announce_repositories()  # within the back-off: the same failure, from memory
+        assert [live.ready_condition(name, status) for name in ("catalog", "prod") for status in ("True", "False")] \
+            == [None] * 4
+        leading.set()
+        live.porch.announce_repositories()  # still within the back-off: written without going to the server
+        ready = live.ready_condition("prod", "False")
+        assert ready is not None and "Authentication failed" in ready["message"]
+
+
 def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
     """What `check` returns once it is true, polled every 20 ms (it may ask the git server)."""
     deadline = time.monotonic() + timeout
@@ -162,12 +196,14 @@ def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
 
 class _Live:
     """The embedded cluster and Porch over the served repositories (mirrors in tmp/cache, fetched
-    every 0.2 s, announced every 0.1 s), the PackageVariant controller running, until the block ends."""
+    every 0.2 s, announced every `announce` s), the PackageVariant controller running, until the
+    block ends. `settings`: more RemoteSettings."""
 
-    def __init__(self, served: Served, tmp: Path, *, password: str | None = None, controllers: bool = True) -> None:
+    def __init__(self, served: Served, tmp: Path, *, password: str | None = None, controllers: bool = True,
+                 announce: float | None = 0.1, **settings: Any) -> None:
         self.served, self.cluster = served, EmbeddedCluster()
-        self.porch = serve_porch(self.cluster, remotes=RemoteSettings(cache=tmp / "cache", fetch_period=0.2),
-                                 announce_every=0.1)
+        remotes = RemoteSettings(cache=tmp / "cache", fetch_period=0.2, **settings)
+        self.porch = serve_porch(self.cluster, remotes=remotes, announce_every=announce)
         self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
         for obj in [served.secret(password), served.ca_bundle(), *served.repositories()]:
             self.cluster.create(obj)
@@ -185,6 +221,12 @@ class _Live:
             self.running.stop()
         self.porch.close()
         self.cluster.close()
+
+    def annotate_secret(self, servers: str) -> None:
+        secret = self.cluster.get(SECRET_KIND, ObjectKey(NS, SECRET))
+        assert secret is not None
+        annotations = {SERVERS_ANNOTATION: servers}
+        self.cluster.update({**secret, "metadata": {**secret["metadata"], "annotations": annotations}})
 
     def set_password(self, password: str) -> None:
         secret = self.cluster.get(SECRET_KIND, ObjectKey(NS, SECRET))

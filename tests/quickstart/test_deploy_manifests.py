@@ -148,7 +148,7 @@ def allows(rules: list[dict[str, Any]], kind: Kind, subresource: str, verb: str)
 
 
 def manager_container() -> dict[str, Any]:
-    deployment = find(load("deployment.yaml"), "Deployment", "porchkit-variants")
+    deployment = find(load("variants/deployment.yaml"), "Deployment", "porchkit-variants")
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     return container
 
@@ -163,12 +163,14 @@ def test_every_deploy_file_is_a_stream_of_kubernetes_objects() -> None:
                 assert doc.get("metadata", {}).get("name"), f"{path}: a {doc['kind']} without a name"
 
 
-def test_the_kustomization_lists_every_crd_and_manifest() -> None:
+def test_the_kustomizations_list_every_crd_and_manifest() -> None:
     [kustomization] = load("kustomization.yaml")
-    expected = {f"crds/{p.name}" for p in (DEPLOY / "crds").glob("*.yaml")} | {
-        "rbac.yaml", "deployment.yaml", "decorators-rbac.yaml", "decorators-deployment.yaml",
-        "mapctl-rbac.yaml", "mapctl-deployment.yaml"}
-    assert set(kustomization["resources"]) == expected
+    assert set(kustomization["resources"]) == {"crds", "variants", "decorators-rbac.yaml", "decorators-deployment.yaml",
+                                               "mapctl-rbac.yaml", "mapctl-deployment.yaml"}
+    [crds] = load("crds/kustomization.yaml")
+    assert set(crds["resources"]) == {p.name for p in (DEPLOY / "crds").glob("*_*.yaml")}
+    [variants] = load("variants/kustomization.yaml")
+    assert set(variants["resources"]) == {"rbac.yaml", "deployment.yaml"}
 
 
 def test_kubectl_kustomize_builds_the_whole_install() -> None:
@@ -288,7 +290,7 @@ def test_the_probes_hit_the_endpoints_the_manager_serves_on_its_health_port() ->
 
 
 def test_the_container_runs_as_non_root_on_a_read_only_root_filesystem() -> None:
-    deployment = find(load("deployment.yaml"), "Deployment", "porchkit-variants")
+    deployment = find(load("variants/deployment.yaml"), "Deployment", "porchkit-variants")
     pod = deployment["spec"]["template"]["spec"]
     container = manager_container()
     assert pod["serviceAccountName"] == SERVICE_ACCOUNT and deployment["metadata"]["namespace"] == NAMESPACE
@@ -302,7 +304,7 @@ def test_the_container_runs_as_non_root_on_a_read_only_root_filesystem() -> None
 
 
 def test_the_cluster_role_grants_every_request_the_controllers_make() -> None:
-    rules = cluster_role_rules(load("rbac.yaml"), "porchkit-variants")
+    rules = cluster_role_rules(load("variants/rbac.yaml"), "porchkit-variants")
     needed = porch_client_requests() + CONTROLLER_REQUESTS
     missing = [(kind.group, resource_of(kind, sub), verb) for kind, sub, verb in needed
                if not allows(rules, kind, sub, verb)]
@@ -310,13 +312,13 @@ def test_the_cluster_role_grants_every_request_the_controllers_make() -> None:
     assert not any(allows(rules, kind, sub, verb) for kind, sub, verb in porch_client_requests(leave_out=set())
                    if sub == "approval")
     assert not any(allows(rules, kind, sub, verb) for kind, sub, verb in INJECTION_REQUESTS)
-    example = cluster_role_rules(load("rbac.yaml") + load("examples/variants-targets-and-injection.yaml"),
+    example = cluster_role_rules(load("variants/rbac.yaml") + load("examples/variants-targets-and-injection.yaml"),
                                  "porchkit-variants")
     assert all(allows(example, kind, sub, verb) for kind, sub, verb in INJECTION_REQUESTS)
 
 
 def test_the_cluster_role_writes_nothing_beyond_the_kinds_the_controllers_own() -> None:
-    rules = cluster_role_rules(load("rbac.yaml") + load("examples/variants-targets-and-injection.yaml"),
+    rules = cluster_role_rules(load("variants/rbac.yaml") + load("examples/variants-targets-and-injection.yaml"),
                                "porchkit-variants")
     for rule in rules:
         if "*" in rule["apiGroups"] or "*" in rule["resources"]:
@@ -326,7 +328,7 @@ def test_the_cluster_role_writes_nothing_beyond_the_kinds_the_controllers_own() 
 
 
 def test_leader_election_is_granted_in_its_own_namespace_only() -> None:
-    docs = load("rbac.yaml")
+    docs = load("variants/rbac.yaml")
     role = find(docs, "Role", "porchkit-leader-election")
     assert role["metadata"]["namespace"] == NAMESPACE
     assert all(allows(role["rules"], kind, sub, verb) for kind, sub, verb in LEADER_ELECTION_REQUESTS)
@@ -335,7 +337,7 @@ def test_leader_election_is_granted_in_its_own_namespace_only() -> None:
 
 
 def test_both_roles_are_bound_to_the_deployments_service_account() -> None:
-    docs = load("rbac.yaml")
+    docs = load("variants/rbac.yaml")
     account = find(docs, "ServiceAccount", SERVICE_ACCOUNT)
     assert account["metadata"]["namespace"] == NAMESPACE
     for kind, name in (("ClusterRoleBinding", "porchkit-variants"), ("RoleBinding", "porchkit-leader-election")):

@@ -344,9 +344,9 @@ def slow_controller_known_fixture() -> Iterator[None]:
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--controllers", "nope", "--embedded"],
-     "unknown controller 'nope' (available: decorator, map, packagevariant, packagevariantset)"),
+     "unknown controller 'nope' (available: approval, decorator, map, packagevariant, packagevariantset)"),
     (["--controllers", ",", "--embedded"],
-     "no controllers to run (available: decorator, map, packagevariant, packagevariantset)"),
+     "no controllers to run (available: approval, decorator, map, packagevariant, packagevariantset)"),
     (["--state", "somewhere"], "--state keeps the embedded API server's objects: it needs --embedded"),
     (["--embedded", "--context", "kind"], "--embedded runs its own API server"),
     (["--leader-election-namespace", "x"], "--leader-election-namespace needs --leader-elect"),

@@ -11,8 +11,6 @@ from porchvariant.embedded._porch_remotes import fetch_period
 @pytest.mark.parametrize(("url", "problem"), [
     ("http://git.example.com/r.git", "plain http:// is allowed only to a loopback address"),
     ("https://user:pw@git.example.com/r.git", "must not carry credentials"),
-    ("ssh://git@git.example.com/r.git", "ssh repositories are not supported yet"),
-    ("git@git.example.com:r.git", "ssh repositories are not supported yet"),
     ("ftp://git.example.com/r.git", "the ftp protocol is not supported"),
 ])
 def test_urls_porchkit_will_not_use_are_refused_with_the_reason(url: str, problem: str) -> None:

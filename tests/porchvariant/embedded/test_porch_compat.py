@@ -1,7 +1,8 @@
 """The embedded Porch answers as Porch does, where Porch's own tests and source say how.
 
 Each test names the Porch test or source it follows (nephio-project/porch at 74d82d56, the
-revision docs/variants.md says porchkit follows): deletion of published revisions, the one task
+revision docs/variants.md says porchkit follows): deletion of published revisions and of
+referenced upstreams, the one task
 a revision shows, who published the placeholder, the `kpt.dev/latest-revision` label, UIDs, and
 the words of an edit's refusal.
 """
@@ -68,6 +69,23 @@ def test_deleting_the_placeholder_once_proposed_commits_the_removal_to_the_branc
     assert git(env.catalog, "ls-tree", "--name-only", "main").split() == []
     assert env.client.revision(NS, "catalog.web.main") is None
     assert env.client.revision(NS, "catalog.web.v1") is not None  # the tag is another revision
+
+
+def test_an_upstream_that_a_revision_was_cloned_from_is_not_deleted(env: Env) -> None:
+    # Porch v1.5.8 (PR #453, pkg/registry/porch/packagerevision.go checkIfUpstreamIsReferenced).
+    downstream = env.clone()
+    upstream = env.client.propose_deletion(revision(env, "catalog.web.v1"))
+    with pytest.raises(Forbidden) as refused:
+        env.client.delete(upstream)
+    name = downstream["metadata"]["name"]
+    assert str(refused.value) == ('packagerevisions.porch.kpt.dev "catalog.web.v1" is forbidden: cannot delete '
+                                  f"package revision, it is referenced as upstream by: {name}")
+    assert refused.value.status["code"] == 403
+    assert revision(env, "catalog.web.v1")["spec"]["lifecycle"] == "DeletionProposed"
+
+    env.client.delete(downstream)  # the reference goes with the downstream draft
+    env.client.delete(revision(env, "catalog.web.v1"))
+    assert env.client.revision(NS, "catalog.web.v1") is None
 
 
 # --- spec.tasks (Porch: pkg/externalrepo/git/git.go loadTasks, since v1.5.3 / PR #252) -------------
