@@ -6,12 +6,15 @@
         server.ca_pem, server.username, server.password
         server.set_password("new")                  # apache reads the password file on every request
         server.stop(); server.start()               # a dead server, and back on the same port
+        mark = server.log_mark(); ...; server.requests(since=mark).fetches["edge.git"]  # what git asked
 
 Everything lives in a temp dir of its own: a CA and a server certificate made with openssl, the
-apache config, its logs and pid file, the htpasswd file and the repositories. apache runs in the
-foreground as this process's child (its own instance, its own config) and is stopped on exit. Run
-as root, apache's workers run as `nobody`, so the repositories are handed to that user and
-`safe.directory` is opened for the CGI and for `server.git(...)`, the test's own direct access.
+apache config, its logs (error.log; access.log, one `STATUS REQUEST-LINE` per request, which
+`requests()` counts per repository and service) and pid file, the htpasswd file and the
+repositories. apache runs in the foreground as this process's child (its own instance, its own
+config) and is stopped on exit. Run as root, apache's workers run as `nobody`, so the repositories
+are handed to that user and `safe.directory` is opened for the CGI and for `server.git(...)`, the
+test's own direct access.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -26,8 +30,10 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.gitservers import APACHE, require_git_servers
@@ -41,6 +47,7 @@ Listen 127.0.0.1:{port}
 PidFile "{root}/httpd.pid"
 ErrorLog "{root}/error.log"
 LogLevel warn
+CustomLog "{root}/access.log" "%>s %r"
 DefaultRuntimeDir "{root}"
 Mutex file:{root} default
 {user}
@@ -74,6 +81,27 @@ ScriptAlias /git/ /usr/lib/git-core/git-http-backend/
     Require valid-user
 </Location>
 """
+
+# An access-log line: `200 GET /git/edge.git/info/refs?service=git-upload-pack HTTP/1.1`.
+_REQUEST = re.compile(r"^(\d{3}) (\S+) /git/(.+?)/(info/refs\?service=|)(git-upload-pack|git-receive-pack) ")
+
+
+@dataclass(slots=True)
+class GitRequests:
+    """What git asked the server, per repository (its path under `repos`, e.g. `edge.git`), from the
+    access log; only answered requests (2xx) count, not the 401 that precedes the credentials.
+
+    `fetches`: ref advertisements for upload-pack (the `info/refs?service=git-upload-pack` GET that
+    starts every fetch or ls-remote, one per git command); `upload_packs`: upload-pack POSTs (with
+    protocol v2 one `ls-refs`, plus one `fetch` when objects are wanted: one or two per fetch);
+    `pushes`: receive-pack POSTs (one per push that sends anything: a push with nothing to send
+    stops after its GET, which `push_advertisements` counts)."""
+
+    fetches: Counter[str] = field(default_factory=Counter)
+    upload_packs: Counter[str] = field(default_factory=Counter)
+    pushes: Counter[str] = field(default_factory=Counter)
+    push_advertisements: Counter[str] = field(default_factory=Counter)
+    refused: int = 0  # non-2xx answers to git requests (401 before the credentials, errors)
 
 
 class HttpsGitServer:
@@ -139,6 +167,44 @@ class HttpsGitServer:
     def error_log(self) -> str:
         path = self.root / "error.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+    def log_mark(self) -> int:
+        """A position in the access log: `requests(since=mark)` counts what came after it."""
+        self._settle_log()
+        path = self.root / "access.log"
+        return path.stat().st_size if path.exists() else 0
+
+    def requests(self, since: int = 0) -> GitRequests:
+        """The git requests in the access log after `since` (a `log_mark()`), per repository. apache
+        writes a request's line once it has answered, so this first waits for the log to be still."""
+        self._settle_log()
+        path, counted = self.root / "access.log", GitRequests()
+        if not path.exists():
+            return counted
+        with path.open("rb") as log:
+            log.seek(since)
+            lines = log.read().decode(errors="replace").splitlines()
+        for line in lines:
+            if not (match := _REQUEST.match(line)):
+                continue
+            status, method, repo, refs, service = match.groups()
+            if not status.startswith("2"):
+                counted.refused += 1
+            elif refs and method == "GET":
+                (counted.fetches if service == "git-upload-pack" else counted.push_advertisements)[repo] += 1
+            elif not refs and method == "POST":
+                (counted.upload_packs if service == "git-upload-pack" else counted.pushes)[repo] += 1
+        return counted
+
+    def _settle_log(self, quiet: float = 0.1, limit: float = 2.0) -> None:
+        path, deadline = self.root / "access.log", time.monotonic() + limit
+        size = path.stat().st_size if path.exists() else -1
+        while time.monotonic() < deadline:
+            time.sleep(quiet)
+            now = path.stat().st_size if path.exists() else -1
+            if now == size:
+                return
+            size = now
 
     def create_repo(self, name: str, *, files: dict[str, str] | None = None, branch: str = "main") -> Path:
         """A bare repository served as `name`: empty, or one commit on `branch` holding `files`."""
