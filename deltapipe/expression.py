@@ -24,7 +24,7 @@ from typing import Any
 
 from deltapipe import operators
 from deltapipe.errors import ExpressionError, PathError
-from deltapipe.jsonpath import JSONPath, compile_path
+from deltapipe.jsonpath import MAX_LIST_GROWTH, JSONPath, compile_path
 from deltapipe.values import copy_tree, describe
 
 Fn = Callable[[Any, Any], Any]
@@ -214,6 +214,9 @@ def _put(container: Any, step: str | int, value: Any, text: str) -> None:
         if type(container) is not list:
             raise PathError(f"cannot write {text}: index [{step}] applied to {describe(container)}")
         if step >= len(container):
+            if step - len(container) >= MAX_LIST_GROWTH:
+                raise PathError(f"cannot write {text}: [{step}] would pad the list of {len(container)} with too "
+                                f"many nulls (at most {MAX_LIST_GROWTH:,})")
             container.extend([None] * (step + 1 - len(container)))
         container[step] = value
     elif type(container) is dict:

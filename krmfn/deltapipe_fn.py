@@ -51,6 +51,7 @@ The expression language: docs/deltapipe.md; this function: docs/krmfn.md, sectio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -70,6 +71,9 @@ GENERATED_BY = "fn.porchkit.dev/generated-by"
 DEFAULT_NAME = "deltapipe"
 
 Identity = tuple[str, str, str, str]  # apiVersion, kind, namespace, name
+_NAME_MAX = 253
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,62}$")
 
 
 def deltapipe(rl: ResourceList) -> None:
@@ -204,10 +208,47 @@ def _without_annotation(obj: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def _check_output(output: dict[str, Any], name: str) -> None:
+    """Refuse an output that could not be an object, or whose file would not be the package's own:
+    its name and namespace become a file name, and its own path annotation a path."""
+    found = output.get("metadata")
+    meta: dict[str, Any] = found if isinstance(found, dict) else {}
+    shown = meta.get("name")
     for field in ("apiVersion", "kind"):
         if not isinstance(output.get(field), str) or not output[field]:
-            raise KrmfnError(f"output {output['metadata']['name']!r} has no {field}: set the pipeline's "
-                             f"target, or build {field} in a @project stage", where=f"pipeline {name}")
+            raise KrmfnError(f"output {shown!r} has no {field}: set the pipeline's target, or build {field} "
+                             "in a @project stage", where=f"pipeline {name}")
+    problem = (_name_problem(shown) or _namespace_problem(meta.get("namespace"))
+               or ("" if _KIND.match(output["kind"]) else f"kind {output['kind']!r} is not a kind name")
+               or _path_problem(kpt_annotations.path(output)))
+    if problem:
+        raise KrmfnError(f"output {_describe(output)}: {problem}", where=f"pipeline {name}")
+
+
+def _name_problem(value: Any) -> str:
+    """The rule every object name follows, whatever its kind (the API server's path segment rule)."""
+    if not isinstance(value, str) or not value:
+        return "metadata.name must be a non-empty string"
+    if value in (".", "..") or "/" in value or "%" in value or len(value) > _NAME_MAX:
+        return f"metadata.name {value!r} is not a valid object name (no '/', '%', '.' or '..', at most 253 characters)"
+    return ""
+
+
+def _namespace_problem(value: Any) -> str:
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or not _DNS_LABEL.match(value):
+        return f"metadata.namespace {value!r} is not a valid namespace name"
+    return ""
+
+
+def _path_problem(value: str | None) -> str:
+    """A path the output names for itself must stay inside the package."""
+    if value is None:
+        return ""
+    parts = value.replace("\\", "/").split("/")
+    if not value or value.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        return f"its path {value!r} must be a relative path inside the package (no '..', '.', or leading '/')"
+    return ""
 
 
 def _generated_by(item: Mapping[str, Any]) -> Any:

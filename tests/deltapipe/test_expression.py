@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from deltapipe import DeltapipeError, Expression, ExpressionError, PathError, compile_expression, evaluate
+from deltapipe.jsonpath import MAX_LIST_GROWTH
 
 EPOCH = "1970-01-01T00:00:00Z"
 
@@ -438,6 +439,14 @@ def test_jsonpath_keys_sharing_a_prefix_write_into_the_same_map() -> None:
 
 def test_jsonpath_key_with_an_index_pads_a_new_list_with_null() -> None:
     assert evaluate({"$.y[3]": 12}, {}) == {"y": [None, None, None, 12]}
+
+
+def test_jsonpath_key_with_an_index_pads_at_most_the_documented_number_of_nulls() -> None:
+    assert len(evaluate({f"$.y[{MAX_LIST_GROWTH - 1}]": 1}, {})["y"]) == MAX_LIST_GROWTH
+    with pytest.raises(PathError, match="too many nulls"):
+        evaluate({f"$.y[{MAX_LIST_GROWTH}]": 1}, {})
+    with pytest.raises(PathError, match="too many nulls"):
+        evaluate({"$.x[100000000]": 1}, {})  # refused at once, without allocating the padding
 
 
 def test_jsonpath_key_with_an_index_then_a_name_creates_a_list_of_maps() -> None:

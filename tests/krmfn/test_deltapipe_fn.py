@@ -265,3 +265,48 @@ def test_the_documented_pipelines_are_the_tested_ones(example: str, path: str) -
     match = re.search(rf"<!-- example: {example} -->\n```yaml\n(.*?)```", doc, re.S)
     assert match, f"no {example} example in docs/krmfn.md"
     assert match.group(1) == (EXAMPLES / path).read_text(encoding="utf-8")
+
+
+NAMED_CONFIG = """\
+apiVersion: fn.porchkit.dev/v1alpha1
+kind: Pipeline
+metadata: {name: named}
+sources: [{kind: Deployment}]
+pipeline:
+  - "@project":
+      metadata:
+        name: "$.metadata.annotations.out"
+        namespace: "$.metadata.annotations.ns"
+        annotations: {"config.kubernetes.io/path": "$.metadata.annotations.path"}
+target: {apiVersion: v1, kind: ConfigMap}
+"""
+
+
+def annotated(**annotations: str) -> str:
+    lines = "".join(f"\n    {key}: '{value}'" for key, value in annotations.items())
+    return f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  annotations:{lines}\n"
+
+
+@pytest.mark.parametrize(("annotations", "words"), [
+    ({"out": "../../../evil", "ns": "shop", "path": "shop/x.yaml"}, "metadata.name '../../../evil' is not a valid"),
+    ({"out": "..", "ns": "shop", "path": "shop/x.yaml"}, "metadata.name '..' is not a valid object name"),
+    ({"out": "a%2f..", "ns": "shop", "path": "shop/x.yaml"}, "is not a valid object name"),
+    ({"out": "ok", "ns": "../etc", "path": "shop/x.yaml"}, "metadata.namespace '../etc' is not a valid namespace"),
+    ({"out": "ok", "ns": "shop", "path": "../../outside.yaml"}, "its path '../../outside.yaml' must be a relative"),
+    ({"out": "ok", "ns": "shop", "path": "/etc/passwd"}, "its path '/etc/passwd' must be a relative path"),
+    ({"out": "ok", "ns": "shop", "path": "shop/./x.yaml"}, "must be a relative path inside the package"),
+])
+def test_an_output_whose_name_or_path_would_leave_the_package_fails_the_run(annotations: dict[str, str],
+                                                                          words: str) -> None:
+    code, items, found, _ = run([annotated(**annotations)], NAMED_CONFIG)
+    assert code == 1
+    assert [r["severity"] for r in found] == ["error"] and words in found[0]["message"]
+    assert "pipeline named" in found[0]["message"]
+    assert not [i for i in items if i["kind"] == "ConfigMap"]
+
+
+def test_an_output_with_a_valid_name_and_its_own_path_is_placed_there() -> None:
+    code, items, _, _ = run([annotated(out="settings", ns="shop", path="shop/sub/settings.yaml")], NAMED_CONFIG)
+    assert code == 0
+    (made,) = [i for i in items if i["kind"] == "ConfigMap"]
+    assert made["metadata"]["annotations"]["config.kubernetes.io/path"] == "shop/sub/settings.yaml"
