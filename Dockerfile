@@ -28,6 +28,7 @@ WORKDIR /src
 COPY lock/build.txt lock/build.txt
 RUN pip install --no-cache-dir --require-hashes --only-binary=:all: -r lock/build.txt
 COPY pyproject.toml README.md ./
+COPY krmyaml krmyaml
 COPY deltapipe deltapipe
 COPY reconcile reconcile
 COPY krmfn krmfn

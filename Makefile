@@ -69,7 +69,7 @@ e2e: setup
 
 lint: setup lock-check
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy deltapipe krmfn porchkit porchvariant reconcile decorators mapctl
+	$(VENV)/bin/mypy krmyaml deltapipe krmfn porchkit porchvariant reconcile decorators mapctl
 	$(VENV)/bin/deptry .
 
 # Every lock file (lock/*.txt) from pyproject.toml and lock/*.in (see lock/README.md).

@@ -204,6 +204,8 @@ def parse_block(
             key_text = key
         else:  # a quoted key: (value, text)
             key_value, key_text = key
+        if key_value in top and _same_key(top, key_value):
+            raise Unsupported("a key given twice")  # libyaml's reader says where, as go-yaml refuses it
         if recording:
             path = top_path + (key_value,)
             keys[path] = key_text
@@ -249,6 +251,11 @@ def parse_block(
             if entry is not None:
                 spans[entry[0]] = (entry[1], last + 1)
     return root, last
+
+
+def _same_key(mapping: dict[Any, Any], key: Any) -> bool:
+    """Whether `mapping` holds `key` itself, not just a key Python finds equal (1 and true)."""
+    return any(type(existing) is type(key) for existing in mapping if existing == key)
 
 
 def _entry_key(match: re.Match[str]) -> Any:
@@ -310,6 +317,8 @@ def _flow(text: str, i: int, shape: Shape | None, path: Path) -> tuple[Any, int]
                     result.append(value)
                 else:
                     key, key_text, i = _flow_key(text, i)
+                    if key in result and _same_key(result, key):
+                        raise Unsupported("a key given twice")
                     child = path + (key,) if shape is not None else path
                     if shape is not None:
                         shape.keys[child] = key_text

@@ -103,12 +103,17 @@ class _Builder:
     def _mapping(self, node: MappingNode, path: Path) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
         merges: list[Node] = []
+        lines: dict[str, int] = {}  # go-yaml refuses a key given twice (the same text)
         for key_node, value_node in node.value:
             if isinstance(key_node, ScalarNode) and key_node.value == "<<" and key_node.tag in _MERGE_TAGS:
                 merges.append(value_node)
                 continue
             if not isinstance(key_node, ScalarNode):
                 raise YamlError(f"invalid YAML: a mapping key that is a collection{_where(key_node)}")
+            if key_node.value in lines:
+                raise YamlError(f'invalid YAML: mapping key "{key_node.value}" already defined at line '
+                                f"{lines[key_node.value]}{_where(key_node)}")
+            lines[key_node.value] = key_node.start_mark.line + 1
             key = _scalar(key_node)
             child = path + (key,)
             if self.shape is not None:

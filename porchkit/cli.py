@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 # group name -> (module providing add_commands/USER_ERRORS, one-line help)
 GROUPS: dict[str, tuple[str, str]] = {
-    "pipeline": ("deltapipe.cli", "run Δ pipelines over manifests, offline"),
+    "pipeline": ("porchkit.pipeline_cli", "run Δ pipelines over manifests, offline"),
     "fn": ("krmfn.cli", "KRM functions for kpt (kpt fn eval --exec 'porchkit fn NAME')"),
     "variants": ("porchvariant.cli", "PackageVariants and PackageVariantSets: preview, or reconcile over local git"),
     "decorators": ("decorators.cli", "Metacontroller DecoratorControllers: preview over manifests, no cluster"),

@@ -3,6 +3,9 @@
     porchkit pipeline eval -p PIPELINE.yaml FILE|DIR|- ...    # output objects as a YAML stream
     porchkit pipeline eval -p PIPELINE.yaml -f FILE|DIR|- ... # the same: -f is every command's input flag
     porchkit pipeline eval --trace -p PIPELINE.yaml ...      # and, on stderr, every stage's output
+
+The face's own command group: deltapipe computes and never reads or writes anything; krmyaml
+reads the pipeline file and the manifests, and writes the output stream.
 """
 
 from __future__ import annotations
@@ -13,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from deltapipe.errors import DeltapipeError
-from deltapipe.manifests import dump_all, load_yaml, read_objects
 from deltapipe.spec import PipelineSpec
+from krmyaml import YamlError, dump_all, load_all, manifest_texts, read_documents
 
-USER_ERRORS = (DeltapipeError,)
+USER_ERRORS = (DeltapipeError, YamlError)
 
 
 def add_commands(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +36,10 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
 
 def load_spec(path: Path) -> PipelineSpec:
-    documents = load_yaml(path.read_text(encoding="utf-8"), str(path))
+    if path.is_dir():
+        raise YamlError("expected a pipeline file, not a directory", where=str(path))
+    [(source, text)] = manifest_texts([path], sys.stdin)
+    documents = [doc for doc in load_all(text, source) if doc is not None]
     if len(documents) != 1:
         raise DeltapipeError(f"expected one pipeline document, found {len(documents)}", where=str(path))
     try:
@@ -47,7 +53,7 @@ def evaluate_files(args: argparse.Namespace) -> int:
     if not files:
         raise DeltapipeError("no manifests to read: name files or directories with -f, or as arguments")
     spec = load_spec(args.pipeline)
-    objects = read_objects(files)
+    objects = [document.obj for document in read_documents(files)]
     try:
         return _evaluate(spec, objects, trace=args.trace)
     except DeltapipeError as err:

@@ -1,21 +1,19 @@
 """Reading the manifests a local `porchkit variants` run is given: files, directories, or `-`.
 
 Every object keeps where it came from (`Manifest.source`: `path` or `path (document N)`), so that
-a problem with it can be reported as one line naming the file and the object. YAML is read with
-the YAML 1.2 core schema, as kpt and the API server read it (`on: yes` stays two strings).
+a problem with it can be reported as one line naming the file and the object. YAML is read by
+krmyaml, as kpt and the API server read it (`on: yes` stays two strings).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from deltapipe.errors import DeltapipeError
-from deltapipe.manifests import manifest_texts
-from porchvariant import yamltext
+from krmyaml import YamlError, read_documents
 from porchvariant.errors import PorchVariantError
 
 
@@ -47,26 +45,7 @@ def read_manifests(paths: Iterable[str | Path], stdin: IO[str] | None = None) ->
 
     `kind: List` documents are expanded into their items. Raises ManifestError naming the file.
     """
-    manifests: list[Manifest] = []
-    for source, text in _texts(paths, stdin or sys.stdin):
-        try:
-            documents = yamltext.load_fast(text)
-        except yamltext.YamlTextError as err:
-            raise ManifestError(f"{source}: {err}") from None
-        for number, document in enumerate(documents, start=1):
-            if document is None:
-                continue
-            where = source if len(documents) == 1 else f"{source} (document {number})"
-            items = document.get("items") if isinstance(document, dict) and document.get("kind") == "List" else None
-            for item in items if isinstance(items, list) else [document]:
-                if not isinstance(item, dict):
-                    raise ManifestError(f"{where}: expected an object (a mapping), got {type(item).__name__}")
-                manifests.append(Manifest(item, where))
-    return manifests
-
-
-def _texts(paths: Iterable[str | Path], stdin: IO[str]) -> Iterator[tuple[str, str]]:
     try:
-        yield from manifest_texts(paths, stdin)
-    except DeltapipeError as err:
+        return [Manifest(document.obj, document.where) for document in read_documents(paths, stdin or sys.stdin)]
+    except YamlError as err:
         raise ManifestError(str(err)) from None

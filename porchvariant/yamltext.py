@@ -46,6 +46,7 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
+import krmyaml
 from porchvariant import _textmerge, _yamlcomments, _yamlstyle
 from porchvariant._yamlstyle import Style, detect_style
 
@@ -73,49 +74,12 @@ class YamlTextError(ValueError):
 # --- the fast, read-only path -----------------------------------------------------------------------
 
 
-class _CoreSchemaLoader(yaml.CSafeLoader):
-    """libyaml with YAML 1.2 core-schema scalars (PyYAML itself resolves them as YAML 1.1)."""
+class _PackageLoader(krmyaml.Loader):
+    """krmyaml's reader, with `<<` an ordinary key: kpt edits a package's files as nodes, where a
+    merge key is not resolved, and so does the round-trip path here."""
 
-
-# (tag, pattern, the characters a match can start with; "" stands for the empty scalar)
-_CORE_SCHEMA = (
-    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", ["t", "T", "f", "F"]),
-    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
-    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
-    ("tag:yaml.org,2002:float",
-     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
-     list("-+.0123456789")),
-)
-_CoreSchemaLoader.yaml_implicit_resolvers = {}
-for _tag, _pattern, _first in _CORE_SCHEMA:
-    _CoreSchemaLoader.add_implicit_resolver(_tag, re.compile(_pattern), _first)
-
-
-def _construct_core_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
-    text = str(loader.construct_scalar(node))
-    if text.startswith("0o"):
-        return int(text[2:], 8)
-    if text.startswith("0x"):
-        return int(text[2:], 16)
-    return int(text, 10)
-
-
-def _construct_as_string(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
-    return str(loader.construct_scalar(node))
-
-
-def _construct_unknown_tag(loader: yaml.SafeLoader, _suffix: str, node: yaml.Node) -> Any:
-    # Local tags (`!foo`) are legal YAML; read the value as if it carried no tag.
-    if isinstance(node, yaml.MappingNode):
-        return loader.construct_mapping(node, deep=True)
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(node)  # type: ignore[arg-type]
-
-
-_CoreSchemaLoader.add_constructor("tag:yaml.org,2002:int", _construct_core_int)
-_CoreSchemaLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_as_string)
-_CoreSchemaLoader.add_multi_constructor("!", _construct_unknown_tag)
+    yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in entries if tag != "tag:yaml.org,2002:merge"]
+                               for first, entries in krmyaml.Loader.yaml_implicit_resolvers.items()}
 
 
 def load_fast(text: str, *, first_line: int = 1) -> list[Any]:
@@ -124,7 +88,7 @@ def load_fast(text: str, *, first_line: int = 1) -> list[Any]:
     Raises YamlTextError; `first_line` is the line number of `text` in its file, for the message.
     """
     try:
-        return list(yaml.load_all(text, Loader=_CoreSchemaLoader))
+        return list(yaml.load_all(text, Loader=_PackageLoader))
     except yaml.MarkedYAMLError as err:
         line = err.problem_mark.line + first_line if err.problem_mark else first_line
         raise YamlTextError(f"yaml: line {line}: {_problem(err.problem or err.context)}") from err
@@ -134,9 +98,7 @@ def load_fast(text: str, *, first_line: int = 1) -> list[Any]:
         raise YamlTextError(f"yaml: {TOO_DEEP}") from err
 
 
-# libyaml (PyYAML >= 6.0.4) stops at 1,000 levels with its own words; Python's stack stops the pure
-# loaders somewhat deeper. Either way a user reads the same message.
-TOO_DEEP = "nested too deeply"
+TOO_DEEP = krmyaml.TOO_DEEP
 
 
 def _problem(problem: str | None) -> str:

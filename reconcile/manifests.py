@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from deltapipe.manifests import ManifestError, load_yaml, manifest_texts
+from krmyaml import YamlError, read_documents
 from reconcile import objects
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey
 from reconcile.embedded import EmbeddedCluster
@@ -68,22 +68,11 @@ class Loaded:
 
 def read_manifests(paths: Iterable[str | Path]) -> list[Loaded]:
     """Every object in the files, directories or `-` given, with where it came from."""
-    found = []
     try:
-        for source, text in manifest_texts(paths, sys.stdin):
-            if Path(source).name in KUSTOMIZATION_FILES:
-                continue  # kustomize's own file beside the manifests (Metacontroller's examples have them)
-            documents = load_yaml(text, source)
-            for number, doc in enumerate(documents, start=1):
-                where = source if len(documents) == 1 else f"{source} (document {number})"
-                items = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
-                for item in items if isinstance(items, list) else [items]:
-                    if not isinstance(item, dict):
-                        raise ManifestLoadError(f"{where}: expected an object, not {type(item).__name__}")
-                    found.append(Loaded(item, where))
-    except ManifestError as err:
+        documents = read_documents(paths, sys.stdin, skip_names=KUSTOMIZATION_FILES)
+    except YamlError as err:
         raise ManifestLoadError(str(err)) from None
-    return found
+    return [Loaded(document.obj, document.where) for document in documents]
 
 
 def load_manifests(cluster: Cluster, manifests: list[Loaded], *,

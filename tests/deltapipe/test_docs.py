@@ -31,9 +31,9 @@ import pytest
 import deltapipe
 from deltapipe import operators
 from deltapipe.errors import DeltapipeError
-from deltapipe.manifests import load_yaml
 from deltapipe.spec import PipelineSpec
 from deltapipe.values import strict_equal
+from krmyaml import load_all
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "deltapipe.md"
@@ -43,6 +43,11 @@ LOOSE_MARKER = re.compile(r"^\s*<!--\s*example")
 FENCE = re.compile(r"^(\s*)(`{3,})\s*(\w*)\s*$")
 KINDS = {"expression": "yaml", "pipeline": "yaml", "apply": "yaml", "python": "python", "cli": "console"}
 STAGES = ("@join", "@select", "@project", "@unwind", "@demux", "@gather", "@mux")
+
+
+def load_yaml(text: str, source: str) -> list[Any]:
+    """Every non-empty document of a YAML stream."""
+    return [doc for doc in load_all(text, source) if doc is not None]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from deltapipe.manifests import read_objects
+from krmyaml import read_documents
 from mapctl.examples import snapshots
 from mapctl.examples.snapshots import (
     SNAPSHOT_GROUP,
@@ -325,7 +325,7 @@ class TestTombstoneHook:
 
 
 def load(directory: Path) -> list[dict[str, Any]]:
-    return read_objects([directory])
+    return [document.obj for document in read_documents([directory])]
 
 
 def load_into_cluster(cluster: EmbeddedCluster, directory: Path) -> list[dict[str, Any]]:
@@ -358,7 +358,7 @@ class TestManifests:
 
     @pytest.mark.parametrize("path", MANIFEST_FILES, ids=lambda path: f"{path.parent.name}/{path.name}")
     def test_every_manifest_is_a_kubernetes_object(self, path: Path) -> None:
-        objs = read_objects([path])
+        objs = [document.obj for document in read_documents([path])]
         assert objs
         for obj in objs:
             assert isinstance(obj.get("apiVersion"), str) and isinstance(obj.get("kind"), str)

@@ -23,9 +23,9 @@ def test_help_lists_every_command_group(capsys) -> None:  # type: ignore[no-unty
 
 def test_only_the_named_group_is_imported() -> None:
     code = ("import sys; from porchkit import cli; cli.build_parser('pipeline'); "
-            "print(sorted(m for m in ('deltapipe.cli', 'krmfn.cli') if m in sys.modules))")
+            "print(sorted(m for m in ('porchkit.pipeline_cli', 'krmfn.cli') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['deltapipe.cli']"
+    assert out.strip() == "['porchkit.pipeline_cli']"
 
 
 def test_python_dash_m_runs_the_same_command_line() -> None:

@@ -5,13 +5,19 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from deltapipe.manifests import load_yaml
+from krmyaml import load_all
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "testdata" / "deltapipe" / "endpoints"
+
+
+def load_yaml(text: str, source: str) -> list[Any]:
+    """Every non-empty document of a YAML stream."""
+    return [doc for doc in load_all(text, source) if doc is not None]
 
 
 def porchkit(*args: str, stdin: str = "", cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -108,7 +114,7 @@ def test_yaml_1_2_scalars_survive_the_round_trip(tmp_path: Path) -> None:
     ('pipeline: [\n', "kind: A\n", "p.yaml: line 2, column 1: invalid YAML"),
     ('pipeline:\n  - "@project": {metadata: "$.metadata"}\n', "kind: A\nmetadata: {name: [\n",
      "o.yaml: line 3, column 1: invalid YAML"),
-    ('pipeline:\n  - "@project": {metadata: "$.metadata"}\n', "- 1\n", "o.yaml: document 1 must be a map"),
+    ('pipeline:\n  - "@project": {metadata: "$.metadata"}\n', "- 1\n", "o.yaml: expected an object (a mapping), got a list"),
     ('sources: [{kind: A}, {kind: B}]\npipeline:\n  - "@select": true\n', "kind: A\nmetadata: {name: a}\n",
      "must start with @join"),
     ('pipeline: {"@select": true}\ntarget: {kind: X, type: Merger}\n', "kind: A\nmetadata: {name: a}\n",

@@ -397,7 +397,7 @@ def test_yaml_in_a_file_that_is_not_yaml_is_not_read() -> None:
 @pytest.mark.parametrize(("name", "text", "message"), [
     ("cm.yaml", "a: [", 'file "cm.yaml": yaml: line 2: did not find expected node content'),
     ("sub/x.yml", "a: 1\n---\nb: : c\n", 'file "sub/x.yml": yaml: line 3: mapping values are not allowed in this'),
-    ("cm.yaml", "a: !!bool maybe\n", 'file "cm.yaml": yaml: document at line 1: cannot construct a value'),
+    ("cm.yaml", "a: !!bool maybe\n", 'file "cm.yaml": yaml: line 1: cannot decode \'maybe\' as a !!bool'),
     ("Kptfile", "a: 1\n---\nb: 2\n", 'file "Kptfile": expected exactly one object (the Kptfile)'),
     ("Kptfile", "- a\n", 'file "Kptfile": expected exactly one object (the Kptfile)'),
 ])

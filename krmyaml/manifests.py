@@ -1,0 +1,129 @@
+"""Manifests from files, directories and stdin: every document, and where it came from.
+
+`manifest_texts(paths, stdin)` gives (source, text) for every file named, every manifest file
+(`*.yaml`, `*.yml`, `*.json`) under a directory, recursively and in name order, and stdin for `-`.
+`read_documents(paths, stdin)` reads them: every object with its `where` (`path`, or
+`path (document N)` in a stream of several), `kind: List` documents expanded into their items.
+
+Nothing is skipped silently. Each of these is one YamlError naming the path: a path that does not
+exist, a file or directory that cannot be read, a dangling symbolic link or a loop of them inside
+a directory, text that is not UTF-8 (stdin included), invalid YAML (schema.py: with its line), and
+a document that is not an object.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from krmyaml.errors import YamlError
+from krmyaml.schema import load_all
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One object read from a manifest, and where: `path` or `path (document N)`."""
+
+    obj: dict[str, Any]
+    where: str
+
+
+def read_documents(paths: Iterable[str | Path], stdin: IO[str] | None = None, *,
+                   skip_names: Iterable[str] = ()) -> list[Document]:
+    """Every object of the manifests (see the module doc); files named in `skip_names` (kustomize's
+    own `kustomization.yaml`, say) are passed over in directories."""
+    skipped = frozenset(skip_names)
+    found: list[Document] = []
+    for source, text in manifest_texts(paths, stdin or sys.stdin):
+        if Path(source).name in skipped:
+            continue
+        documents = [doc for doc in load_all(text, source) if doc is not None]
+        for number, doc in enumerate(documents, start=1):
+            where = source if len(documents) == 1 else f"{source} (document {number})"
+            items = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
+            for item in items if isinstance(items, list) else [items]:
+                if not isinstance(item, dict):
+                    raise YamlError(f"expected an object (a mapping), got {_describe(item)}", where=where)
+                found.append(Document(item, where))
+    return found
+
+
+def manifest_texts(paths: Iterable[str | Path], stdin: IO[str]) -> Iterator[tuple[str, str]]:
+    """(source, text) of every manifest (see the module doc)."""
+    for raw in paths:
+        if str(raw) == "-":
+            yield "<stdin>", _read_stdin(stdin)
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            files = _directory_files(path)
+        elif path.exists():
+            files = [path]
+        elif path.is_symlink():
+            raise YamlError("a symbolic link to nothing", where=str(path))
+        else:
+            raise YamlError("no such file or directory", where=str(path))
+        for file in files:
+            yield str(file), _read_text(file)
+
+
+def _directory_files(root: Path) -> list[Path]:
+    """The manifest files under `root` (links followed), sorted as paths; YamlError for a
+    directory that cannot be listed, a dangling link, or a link back to a directory above it."""
+    files: list[Path] = []
+
+    def walk(directory: Path, above: frozenset[Path]) -> None:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError as err:
+            raise YamlError(_reason(err), where=str(directory)) from None
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.is_dir():
+                real = path.resolve()
+                if real in above:
+                    raise YamlError("a loop of symbolic links", where=str(path))
+                walk(path, above | {real})
+            elif entry.is_symlink() and not path.exists():
+                raise YamlError("a symbolic link to nothing", where=str(path))
+            elif path.suffix in MANIFEST_SUFFIXES and entry.is_file():
+                files.append(path)
+
+    walk(root, frozenset({root.resolve()}))
+    return sorted(files)
+
+
+def _read_text(file: Path) -> str:
+    try:
+        return file.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise YamlError("not UTF-8 text", where=str(file)) from None
+    except OSError as err:
+        raise YamlError(_reason(err), where=str(file)) from None
+
+
+def _read_stdin(stdin: IO[str]) -> str:
+    raw = getattr(stdin, "buffer", None)
+    try:
+        return raw.read().decode("utf-8") if raw is not None else stdin.read()
+    except UnicodeDecodeError:
+        raise YamlError("not UTF-8 text", where="<stdin>") from None
+    except OSError as err:
+        raise YamlError(_reason(err), where="<stdin>") from None
+
+
+def _reason(err: OSError) -> str:
+    return err.strerror.lower() if err.strerror else str(err)
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {str: "a string", int: "a number", float: "a number", bool: "a boolean", list: "a list"}.get(
+        type(value), type(value).__name__)

@@ -1,0 +1,72 @@
+"""krmyaml.schema: go-yaml's scalars, its refusal of duplicate keys, and bounded aliases and depth."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+
+import pytest
+
+from krmyaml import YamlError, load_all
+
+
+def test_scalars_resolve_as_go_yaml_resolves_them() -> None:
+    [doc] = load_all("a: yes\nb: 0755\nc: 1_000\nd: 0x1F\ne: 0b101\nf: 0o17\ng: 2026-11-27\nh: ~\ni: .inf\n"
+                     "j: !custom text\nk: True\n")
+    assert doc == {"a": "yes", "b": 493, "c": 1000, "d": 31, "e": 5, "f": 15, "g": "2026-11-27", "h": None,
+                   "i": float("inf"), "j": "text", "k": True}
+
+
+def test_a_key_given_twice_is_refused_naming_both_lines() -> None:
+    with pytest.raises(YamlError) as refused:
+        load_all("metadata:\n  name: a\n  labels: {}\n  name: b\n", "cm.yaml")
+    assert str(refused.value) == ('cm.yaml: line 4, column 3: invalid YAML: mapping key "name" already defined '
+                                  "at line 2")
+
+
+def test_keys_with_different_text_are_different_keys_as_in_go_yaml() -> None:
+    assert load_all('{1: a, "01": b}') == [{1: "a", "01": "b"}]
+
+
+def test_a_merged_key_may_be_overridden() -> None:
+    assert load_all("base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  x: 3\n") == [
+        {"base": {"x": 1, "y": 2}, "m": {"x": 3, "y": 2}}]
+
+
+def billion_laughs(levels: int = 9) -> str:
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def test_aliases_that_expand_out_of_all_proportion_are_refused_at_once_and_in_little_memory() -> None:
+    tracemalloc.start()
+    started = time.perf_counter()
+    with pytest.raises(YamlError, match="aliases expand to an unreasonably large document"):
+        load_all(billion_laughs(), "bomb.yaml")
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert time.perf_counter() - started < 1.0 and peak < 50 * 2**20
+
+
+def test_a_few_aliases_are_fine() -> None:
+    [doc] = load_all(billion_laughs(levels=2))
+    assert len(doc["a2"]) == 9 and doc["a2"][0] is doc["a1"]
+
+
+def test_an_alias_inside_its_own_anchor_is_refused() -> None:
+    with pytest.raises(YamlError, match="an alias refers to a value that contains it"):
+        load_all("a: &x [1, *x]\n")
+
+
+@pytest.mark.parametrize("text", ["[" * 10_000, "a:\n" + "".join(f"{'  ' * i}b{i}:\n" for i in range(1, 1200))])
+def test_deep_nesting_is_one_line(text: str) -> None:
+    with pytest.raises(YamlError) as refused:
+        load_all(text, "deep.yaml")
+    assert "nested too deeply" in str(refused.value) and str(refused.value).startswith("deep.yaml")
+
+
+def test_a_syntax_error_names_the_line_and_column() -> None:
+    with pytest.raises(YamlError) as refused:
+        load_all("a: [1, 2\n", "s.yaml")
+    assert str(refused.value).startswith("s.yaml: line 2, column 1: invalid YAML: ")
