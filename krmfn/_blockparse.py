@@ -305,6 +305,8 @@ def record_flow(raw: str, path: Path, shape: Shape) -> None:
 
 def _flow(text: str, i: int, shape: Shape | None, path: Path) -> tuple[Any, int]:
     """The flow node starting at text[i]: (value, index after it). Records into `shape` if given."""
+    if i >= len(text):
+        raise Unsupported("a flow collection that is not closed")  # libyaml says where
     first = text[i]
     if first == "[" or first == "{":
         closer = "]" if first == "[" else "}"

@@ -246,9 +246,23 @@ def _read_items(
             raise _WholeDocument
         item = value[0]
         original.fingerprint = yamlio.fingerprint(item)
+        original.foot = _foot_comment(lines, original.end, chunk_stop, indent)
         items.append(item)
         originals.append(original)
     return items
+
+
+def _foot_comment(lines: list[str], start: int, stop: int, dash: int) -> list[str]:
+    """The comment lines after an item's content that are indented past its dash, as go-yaml keeps
+    them with the item (its foot comment), with the blank lines among them."""
+    kept: list[str] = []
+    for line in lines[start:stop]:
+        if line.strip() and not (line.lstrip().startswith("#") and len(line) - len(line.lstrip()) > dash):
+            break
+        kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return kept if any(line.strip() for line in kept) else []
 
 
 def _read_section_value(
@@ -417,12 +431,12 @@ def _item_lines(item: dict[str, Any], source: _Source | None, indent: int) -> li
     if original.unchanged(item):
         text = original.text
         assert text is not None
-        return [text]
+        return [text, *original.foot]
     shape = original.shape()
     item = kpt_annotations.restore_kpt_annotations(item, shape.value[0])
     if shape.lines is not None:
-        return splice_block([item], shape)
-    return emit_block([item], shape, indent=indent)
+        return [*splice_block([item], shape), *original.foot]
+    return [*emit_block([item], shape, indent=indent), *original.foot]
 
 
 def _function_config_lines(config: dict[str, Any], source: _Source | None) -> list[str]:

@@ -74,6 +74,9 @@ def main(
     if argv:
         _say(err_stream, [f"{name}: unexpected argument {argv[0]!r}: a KRM function reads a ResourceList on stdin"])
         return EXIT_BAD_INPUT
+    if stdin is None and sys.stdin is None:  # started with stdin closed (`<&-`)
+        _say(err_stream, [f"{name}: stdin is closed: expected a ResourceList"])
+        return EXIT_BAD_INPUT
     in_stream = stdin if stdin is not None else sys.stdin.buffer
     outcome = process(function, in_stream.read(), name=name)
     out_stream = stdout if stdout is not None else sys.stdout.buffer

@@ -108,7 +108,7 @@ class Original:
     item read as the one-entry sequence `- ...`). The shape is built on first use only.
     """
 
-    __slots__ = ("_lines", "_start", "_stop", "fingerprint", "_factory", "_shape")
+    __slots__ = ("_lines", "_start", "_stop", "fingerprint", "_factory", "_shape", "foot")
 
     def __init__(
         self,
@@ -123,6 +123,12 @@ class Original:
         self.fingerprint = fingerprint
         self._factory = factory
         self._shape: Shape | None = None
+        self.foot: list[str] = []  # comment lines after the node that belong to it (an item's foot comment)
+
+    @property
+    def end(self) -> int:
+        """The index of the line after the node's last line of content."""
+        return self._stop
 
     @property
     def text(self) -> str | None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import yaml
@@ -34,7 +33,7 @@ from porchvariant.errors import PorchVariantError
 from porchvariant.manifests import Manifest, read_manifests
 from porchvariant.porch_flags import add_git_arguments, remote_settings, renderer
 from reconcile.errors import ReconcileError
-from reconcile.manifests import add_local_arguments, start_local_run
+from reconcile.manifests import add_local_arguments, start_local_run, state_directory
 
 if TYPE_CHECKING:
     from porchvariant.local import RevisionChange
@@ -59,7 +58,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                     "repositories their Repositories name, run the PackageVariant and PackageVariantSet "
                     "controllers until they are idle, and print the package revisions they created or changed.")
     add_local_arguments(reconcile, yaml_help="the package revisions created or changed", webhooks=False)
-    reconcile.add_argument("--state", type=Path, metavar="DIR",
+    reconcile.add_argument("--state", type=state_directory, metavar="DIR",
                            help="keep the embedded API server's objects in DIR between runs (without it, "
                                 "each run starts from the manifests alone and cannot tell its own "
                                 "package revisions from others')")

@@ -119,13 +119,16 @@ def reconcile_manifests(manifests: Sequence[Manifest], *, state: Path | None = N
             _prune(cluster, wanted, keep=lambda kind: (kind.group, kind.kind) == (REPOSITORY.group, REPOSITORY.kind))
             before, variants_before = _revisions(cluster), cluster.list(PACKAGE_VARIANT).items
             _run(cluster, timeout)
-            if approve and _approve_ready_drafts(cluster):
-                _run(cluster, timeout)
+            held: list[str] = []
+            if approve:
+                approved, held = _approve_ready_drafts(cluster)
+                if approved:
+                    _run(cluster, timeout)
             after = _revisions(cluster)
             variants = cluster.list(PACKAGE_VARIANT).items
             _prune(cluster, wanted)
             changes, revisions = _changes(before, after, [*variants_before, *variants])
-            return LocalRun(changes, _problems(cluster, variants), revisions, notes)
+            return LocalRun(changes, [*_problems(cluster, variants), *held], revisions, notes)
         finally:
             porch.close()
 
@@ -237,25 +240,30 @@ def _prune(cluster: EmbeddedCluster, wanted: set[tuple[str, str, ObjectKey]],
 # --- approving -------------------------------------------------------------------------------------
 
 
-def _approve_ready_drafts(cluster: EmbeddedCluster) -> int:
+def _approve_ready_drafts(cluster: EmbeddedCluster) -> tuple[int, list[str]]:
     """Propose and approve every draft a Ready PackageVariant targets whose readiness gates are met.
-    Returns how many were approved."""
+    Returns how many were approved, and a line for each draft held back by a gate (a variant that
+    is not Ready is a problem of its own already)."""
     client = PorchClient(cluster)
-    approved = 0
+    approved, held = 0, []
     for pv in cluster.list(PACKAGE_VARIANT).items:
         if not conditions.is_true(pv, "Ready"):
             continue
         namespace = pv["metadata"]["namespace"]
         for target in (pv.get("status") or {}).get("downstreamTargets") or ():
             revision = client.revision(namespace, str(target.get("name") or ""))
-            if (revision is None or revision["spec"].get("lifecycle") not in (DRAFT, PROPOSED)
-                    or unmet_readiness_gates(revision)):
+            if revision is None or revision["spec"].get("lifecycle") not in (DRAFT, PROPOSED):
+                continue
+            if unmet := unmet_readiness_gates(revision):
+                held.append(f"PackageRevision {namespace}/{revision['metadata']['name']} of PackageVariant "
+                            f"{pv['metadata']['name']} was not approved: readiness gate "
+                            f"{', '.join(unmet)} is not True")
                 continue
             if revision["spec"]["lifecycle"] == DRAFT:
                 revision = client.propose(revision)
             client.approve(revision)
             approved += 1
-    return approved
+    return approved, held
 
 
 # --- reporting -------------------------------------------------------------------------------------

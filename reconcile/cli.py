@@ -77,7 +77,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                         "~/.kube/config, or the in-cluster service account)")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument("--embedded", action="store_true", help="run on the embedded, in-process API server")
-    parser.add_argument("--state", metavar="DIR", type=Path,
+    parser.add_argument("--state", metavar="DIR", type=_state_directory,
                         help="with --embedded: keep its objects in DIR, which this process then holds alone "
                              "(a second process on DIR is refused)")
     parser.add_argument("--leader-elect", action="store_true",
@@ -228,6 +228,12 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise ReconcileError("--leader-election-namespace needs --leader-elect")
     if not args.leader_election_id:
         raise ReconcileError("--leader-election-id must not be empty")
+
+
+def _state_directory(text: str) -> Path:
+    from reconcile.manifests import state_directory
+
+    return state_directory(text)
 
 
 def _address(text: str) -> tuple[str, int]:

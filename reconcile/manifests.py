@@ -150,10 +150,30 @@ def add_local_arguments(parser: argparse.ArgumentParser, *, yaml_help: str, webh
                                  "(ip:port) instead, e.g. my-hook.default=127.0.0.1:8080; repeatable")
     parser.add_argument("-o", "--output", choices=("table", "yaml"), default="table",
                         help=f"a table of changes (default), or {yaml_help} as YAML")
-    parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+    parser.add_argument("--timeout", type=positive_seconds, default=600.0, metavar="SECONDS",
                         help="give up when the controllers are still busy after this long (default 600)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="log every pass and every retry on stderr (by default only the outcome is printed)")
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0 (argparse reports a bad one in one line)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0")
+    return value
+
+
+def state_directory(text: str) -> Path:
+    """An argparse type: a directory to keep the embedded API server's objects in, which need not
+    exist yet but must not be something else."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: not a directory (the state is a directory of its own)")
+    return path
 
 
 def start_local_run(verbose: bool) -> None:

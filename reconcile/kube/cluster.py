@@ -99,6 +99,8 @@ class KubeCluster:
         its current context. Refreshed tokens are not written back to the file. Raises
         ReconcileError when the file is missing or unusable."""
         where = os.fspath(path) if path is not None else os.environ.get("KUBECONFIG", "~/.kube/config")
+        if not os.path.exists(os.path.expanduser(where.split(os.pathsep)[0])):
+            raise ReconcileError(f"kubeconfig {where}: no such file")
         config = Configuration()
         try:
             kube_config.load_kube_config(config_file=where, context=context, client_configuration=config,

@@ -175,7 +175,7 @@ def test_a_document_start_marker_and_crlf_line_ends_are_accepted() -> None:
     assert rl.items == [{"kind": "A", "x": "on"}]
 
 
-def test_items_read_by_libyaml_are_written_back_verbatim_but_for_trailing_comments() -> None:
+def test_items_read_by_libyaml_are_written_back_verbatim_with_their_foot_comments() -> None:
     header = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
     items = [
         '- a: >\n    folded\n  b: "q\n    # not a comment"',
@@ -185,7 +185,16 @@ def test_items_read_by_libyaml_are_written_back_verbatim_but_for_trailing_commen
     text = header + "\n  # trailing comment\n".join(items) + "\n"
     rl = read(text)
     assert rl.items[0]["b"] == "q # not a comment" and rl.items[2]["e"] == "kept\n\n\n"
-    assert write(rl) == header + "\n".join(items) + "\n"
+    assert write(rl) == text
+
+
+def test_a_foot_comment_stays_with_its_item_and_a_column_zero_comment_does_not() -> None:
+    header = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+    text = header + "- kind: A\n  # foot of A\n\n  # more of it\n# between\n- kind: B\n  # foot of B\n"
+    rl = read(text)
+    assert write(rl) == header + "- kind: A\n  # foot of A\n\n  # more of it\n- kind: B\n  # foot of B\n"
+    rl.items[0]["x"] = 1  # an edited item keeps its foot comment too
+    assert "- kind: A\n  x: 1\n  # foot of A\n" in write(rl)
 
 
 def test_an_items_list_in_flow_style_is_read_and_written_in_block_style() -> None:

@@ -1,11 +1,15 @@
-"""Hostile manifests are one line and a non-zero exit from every command that reads manifests, in
-bounded time and memory (each run under a 1 GB address-space cap and a 5 s budget after start-up):
-alias bombs, duplicate keys, text that is not UTF-8, on a file, in a directory and on stdin. The
-function (`fn deltapipe`) reads ResourceLists with krmfn's reader, held to the same rules.
+"""Hostile input is one line and a non-zero exit, never a traceback, in bounded time and memory.
+
+Every command that reads manifests, on a file, in a directory and on stdin, each run under a 1 GB
+address-space cap and a 5 s budget after start-up: alias bombs, duplicate keys, text that is not
+UTF-8. The function (`fn deltapipe`) reads ResourceLists with krmfn's reader, held to the same
+rules, and answers unclosed flow collections and a closed stdin as bad input (exit 2). Flags: a
+state "directory" that is a file, a timeout that is not above 0, a kubeconfig that is not there.
 """
 
 from __future__ import annotations
 
+import os
 import resource
 import subprocess
 import sys
@@ -81,3 +85,42 @@ def test_the_function_refuses_the_same_resource_lists_with_exit_2(hostile: str) 
     err = done.stderr.decode(errors="replace")
     assert done.returncode == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert words.split(" at line")[0] in err
+
+
+@pytest.mark.parametrize("text", [
+    "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [\n  {kind: A}\n",
+    "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- a: [1, [2, {b: [",
+])
+def test_an_unclosed_flow_collection_is_bad_input_not_a_crash(text: str) -> None:
+    done, _ = porchkit("fn", "deltapipe", stdin=text.encode())
+    err = done.stderr.decode(errors="replace")
+    assert done.returncode == 2 and "Traceback" not in err and err.startswith("deltapipe: invalid YAML: "), err
+
+
+def test_a_closed_stdin_is_bad_input_not_a_crash() -> None:
+    done = subprocess.run([sys.executable, "-m", "porchkit", "fn", "deltapipe"], capture_output=True,
+                          preexec_fn=lambda: os.close(0), timeout=60)
+    assert done.returncode == 2 and done.stderr == b"deltapipe: stdin is closed: expected a ResourceList"
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["variants", "reconcile", "--state", "{file}"], "argument --state: {file}: not a directory"),
+    (["manager", "--embedded", "--state", "{file}"], "argument --state: {file}: not a directory"),
+    (["variants", "reconcile", "--timeout", "-5"], "argument --timeout: '-5' must be more than 0"),
+    (["decorators", "reconcile", "--timeout", "nan"], "argument --timeout: 'nan' must be more than 0"),
+])
+def test_a_bad_flag_is_refused_before_anything_runs(tmp_path: Path, args: list[str], words: str) -> None:
+    (tmp_path / "state").write_text("a file, not a directory")
+    (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
+    filled = [arg.format(file=tmp_path / "state") for arg in args]
+    extra = [] if "manager" in args else ["-f", str(tmp_path / "cm.yaml")]
+    done, _ = porchkit(*filled, *extra)
+    err = done.stderr.decode()
+    assert done.returncode == 2 and words.format(file=tmp_path / "state") in err and "Traceback" not in err
+
+
+def test_a_missing_kubeconfig_says_so(tmp_path: Path) -> None:
+    done, _ = porchkit("manager", "--kubeconfig", str(tmp_path / "missing"), "--controllers", "decorator",
+                       "--health-addr", "0")
+    assert done.returncode == 1
+    assert done.stderr.decode().splitlines()[-1] == f"porchkit: kubeconfig {tmp_path / 'missing'}: no such file"

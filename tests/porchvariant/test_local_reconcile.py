@@ -239,3 +239,19 @@ def test_a_set_whose_upstream_repository_is_unreachable_is_stalled_naming_it(rep
     assert problem.startswith(f'PackageVariantSet {NS}/web is Stalled (RepositoryNotReady): upstream repository '
                               f'"catalog" is not ready: https://127.0.0.1:1/catalog.git: ')
     assert result.changes == []
+
+
+def test_approve_says_which_readiness_gate_held_a_draft_back_and_exits_with_a_problem(tmp_path: Path) -> None:
+    gated = tmp_path / "gated"
+    gated.mkdir()
+    repos = Repos(gated)
+    kptfile = ("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: web\ninfo:\n  readinessGates:\n"
+               "  - conditionType: example.com/reviewed\n")
+    with GitPackageRepository(repos.catalog) as repo:
+        repo.approve(repo.create_draft("web", "v3", {"Kptfile": kptfile}))
+    result = run(repos, *repos.repositories(), package_variant("web-prod", revision=3), approve=True)
+    [draft] = revisions(repos.deployments["prod"], "web")
+    assert draft.lifecycle == Lifecycle.DRAFT
+    [problem] = result.problems
+    assert problem.startswith(f"PackageRevision {NS}/prod.web.") and "of PackageVariant web-prod was not approved" \
+        in problem and problem.endswith("readiness gate example.com/reviewed is not True")
