@@ -71,6 +71,7 @@ lint: setup lock-check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy krmyaml deltapipe krmfn porchkit porchvariant reconcile decorators mapctl
 	$(VENV)/bin/deptry .
+	$(VENV)/bin/lint-imports --no-cache
 
 # Every lock file (lock/*.txt) from pyproject.toml and lock/*.in (see lock/README.md).
 lock: $(UV)

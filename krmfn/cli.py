@@ -3,10 +3,9 @@
     kpt fn eval DIR --exec "porchkit fn NAME" [--fn-config CONFIG.yaml | -- key=value ...]
     kpt fn render DIR --allow-exec          # Kptfile pipeline: `- exec: "porchkit fn NAME"`
 
-A function is registered in `FUNCTIONS` by name, as `"module:callable"` plus a one-line help; its
-module is imported only when that function runs, so every function starts as fast as krmfn
-itself does (kpt starts a fresh process for each run). The callable takes a `ResourceList`
-(see `krmfn.runner`). `porchkit fn NAME --help` prints the module's docstring, which is the
+A function is registered in `krmfn.registry.FUNCTIONS` by name, as `"module:callable"` plus a
+one-line help; its module is imported only when that function runs. The callable takes a
+`ResourceList` (see `krmfn.runner`). `porchkit fn NAME --help` prints the module's docstring, which is the
 function's documentation (`kpt fn doc --image IMAGE` runs the function image with `--help`).
 """
 
@@ -22,17 +21,13 @@ from typing import TYPE_CHECKING
 
 from krmfn import runner
 from krmfn.errors import KrmfnError
+from krmfn.registry import FUNCTIONS
 
 if TYPE_CHECKING:
     import argparse
 
 USER_ERRORS: tuple[type[BaseException], ...] = (KrmfnError,)
 
-# Functions register here: name -> ("package.module:callable", one-line help).
-FUNCTIONS: dict[str, tuple[str, str]] = {
-    "deltapipe": ("krmfn.deltapipe_fn:deltapipe",
-                  "run a Δ pipeline over the package: generate, reshape or patch its resources"),
-}
 
 
 def add_commands(parser: argparse.ArgumentParser) -> None:

@@ -1,7 +1,7 @@
 """porchkit's own KRM functions as in-process callables, for a renderer that runs them without kpt.
 
 `in_process_functions()` gives `{"porchkit fn NAME": callable}` for every function registered in
-`krmfn.cli.FUNCTIONS`, keyed by the `exec:` string a Kptfile pipeline names it by. The embedded
+`krmfn.registry.FUNCTIONS`, keyed by the `exec:` string a Kptfile pipeline names it by. The embedded
 Porch's renderer (porchvariant.embedded.render.PipelineRenderer) runs a pipeline with them when
 kpt is not installed; porchkit's face hands the mapping over, because porchvariant may not
 import krmfn.
@@ -24,8 +24,8 @@ from typing import Any
 
 from deltapipe.values import copy_tree
 from krmfn import results
-from krmfn.cli import FUNCTIONS
 from krmfn.errors import KrmfnError
+from krmfn.registry import FUNCTIONS
 from krmfn.resourcelist import ResourceList
 from krmfn.runner import Function
 
@@ -37,7 +37,7 @@ Obj = dict[str, Any]
 
 
 def in_process_functions() -> dict[str, Callable[[Obj], Obj]]:
-    """`{"porchkit fn NAME": callable}` for every function in krmfn.cli.FUNCTIONS (a new dict)."""
+    """`{"porchkit fn NAME": callable}` for every function in krmfn.registry.FUNCTIONS (a new dict)."""
     return {EXEC_PREFIX + name: _InProcess(name, target) for name, (target, _) in FUNCTIONS.items()}
 
 

@@ -18,7 +18,7 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import argparse
@@ -45,9 +45,14 @@ CONTROLLERS: dict[str, str] = {
     "map": "mapctl.manager:map_controllers",
 }
 
-# porchkit's own KRM functions, run in-process by the embedded Porch when kpt is not installed
-# (porchvariant may not import krmfn): "module:function" returning {exec command: function}.
-IN_PROCESS_FUNCTIONS = "krmfn.inprocess:in_process_functions"
+
+
+def in_process_functions() -> dict[str, Callable[[Any], Any]]:
+    """porchkit's own KRM functions, run in-process by the embedded Porch when kpt is not installed
+    ({exec command: function}); handed to porchvariant, which may not import krmfn itself."""
+    from krmfn.inprocess import in_process_functions as functions
+
+    return dict(functions())
 
 
 
@@ -56,14 +61,14 @@ def _manager_defaults() -> dict[str, object]:
     # embedded Porch they may serve in-process (reconcile.cli.ClusterExtension).
     from porchvariant.manager import PORCH
 
-    return {"controller_factories": CONTROLLERS, "in_process_functions": IN_PROCESS_FUNCTIONS,
+    return {"controller_factories": CONTROLLERS, "in_process_functions": in_process_functions,
             "controller_extensions": {"packagevariant": PORCH, "packagevariantset": PORCH, "approval": PORCH}}
 
 
 # Parser defaults the face hands to a group's commands, made only for the group that runs.
 GROUP_DEFAULTS: dict[str, Callable[[], dict[str, object]]] = {
     "manager": _manager_defaults,
-    "variants": lambda: {"in_process_functions": IN_PROCESS_FUNCTIONS},
+    "variants": lambda: {"in_process_functions": in_process_functions},
 }
 
 

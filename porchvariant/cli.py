@@ -17,7 +17,7 @@ manifests, with the package revisions served from the git repositories their Rep
 or not Ready (each named on stderr). It takes the flags of the other local `... reconcile`
 commands (reconcile.manifests): `-v` logs every pass and retry on stderr, which are otherwise
 left out. Kptfile pipelines run through kpt when it is on PATH, else porchkit's own functions
-run in-process (`in_process_functions`, handed over by porchkit's face as "module:function").
+run in-process (`in_process_functions`, a function porchkit's face hands over).
 """
 
 from __future__ import annotations

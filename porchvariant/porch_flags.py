@@ -5,13 +5,12 @@
 group, and `remote_settings(args)` turns them into the embedded Porch's RemoteSettings (argparse
 reports a bad duration in one line). `renderer(args)` is the Kptfile pipeline renderer: kpt when it
 is on PATH, else porchkit's own functions in-process, which the face hands over as the parser
-default `in_process_functions` ("module:function", a function returning {exec command: function}).
+default `in_process_functions` (a function returning {exec command: function}).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,8 +52,5 @@ def duration(text: str) -> float:
 def renderer(args: argparse.Namespace) -> PipelineRenderer:
     from porchvariant.embedded.render import PipelineRenderer
 
-    spec = str(getattr(args, "in_process_functions", "") or "")
-    if not spec:
-        return PipelineRenderer()
-    module_name, _, function_name = spec.partition(":")
-    return PipelineRenderer(in_process=dict(getattr(importlib.import_module(module_name), function_name)()))
+    provider = getattr(args, "in_process_functions", None)
+    return PipelineRenderer(in_process=dict(provider()) if provider is not None else None)

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from krmfn import process, read_resource_list, write_resource_list
-from krmfn.cli import FUNCTIONS
 from krmfn.deltapipe_fn import GENERATED_BY, deltapipe
 from krmfn.inprocess import in_process_functions
+from krmfn.registry import FUNCTIONS
 from krmfn.resourcelist import ResourceList
 
 PATH = "internal.config.kubernetes.io/path"

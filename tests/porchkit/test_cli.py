@@ -62,3 +62,15 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> Non
     process.stdout.close()  # as `| head -1` does
     assert process.wait(timeout=60) == 1
     assert process.stderr.read() == ""
+
+
+def test_every_name_the_face_wires_by_string_resolves() -> None:
+    import importlib
+
+    for name, spec in cli.CONTROLLERS.items():
+        module_name, _, function_name = spec.partition(":")
+        assert callable(getattr(importlib.import_module(module_name), function_name)), name
+    for group, (module_name, _) in cli.GROUPS.items():
+        module = importlib.import_module(module_name)
+        assert callable(module.add_commands), group
+    assert "porchkit fn deltapipe" in cli.in_process_functions()
