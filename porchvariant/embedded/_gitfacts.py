@@ -16,6 +16,12 @@ commit, a tree, a blob), alone or with a package path, so an entry is never stal
 its parent's when it has one parent), so that nothing this process wrote is read back from git.
 Reads go through the handle's running `git cat-file` processes; only `git log`, `ls-tree` and
 `for-each-ref` start a process.
+
+Threads: the handle's readers and writers may use one ObjectFacts at once (the embedded Porch
+writes a repository outside its own lock). Every cache entry is set whole, never changed, and a
+method answers from what it read or computed itself, never by reading back an entry another
+thread may meanwhile have dropped (a full cache is emptied) or replaced (the per-tip entries); two
+threads may compute the same fact twice, which is harmless. Git serialises its own pipes.
 Does not: know where refs point now (gitrepo.py asks git that every time) or Porch's layout.
 """
 
@@ -36,6 +42,7 @@ from porchvariant.embedded._gitrefs import KPTFILE
 from reconcile.patching import clone
 
 _PACKAGE_CACHE_LIMIT = 100_000
+_MISSING: Any = object()  # not in a cache (None is a remembered answer)
 _CACHE_LIMIT = 10_000
 
 Target = tuple[str, str, int, str]  # commit, author email, author time, message
@@ -53,7 +60,8 @@ class Publication(NamedTuple):
 
 
 class ObjectFacts:
-    """The remembered facts of one repository; callers serialise use (the handle's git lock does)."""
+    """The remembered facts of one repository; safe for use by several threads at once (see the
+    module doc)."""
 
     def __init__(self, git: Git, objects: ObjectStore, directory: str, metadata_fields: Iterable[str]) -> None:
         self._git, self._objects, self._directory = git, objects, directory
@@ -82,7 +90,9 @@ class ObjectFacts:
 
     def package_trees(self, pairs: list[tuple[str, str]]) -> list[str | None]:
         """For each (commit, P): P's tree if P/Kptfile is a file at that commit, else None."""
-        todo = sorted({pair for pair in pairs if pair not in self._package_trees})
+        # Answered from `known`, not the cache, which another thread may empty meanwhile.
+        known = {pair: self._package_trees.get(pair, _MISSING) for pair in pairs}
+        todo = sorted(pair for pair, tree in known.items() if tree is _MISSING)
         if todo and len(self._package_trees) + len(todo) > _PACKAGE_CACHE_LIMIT:
             self._package_trees.clear()
         if todo:
@@ -91,15 +101,17 @@ class ObjectFacts:
             for index, pair in enumerate(todo):
                 tree, kptfile = answers[2 * index], answers[2 * index + 1]
                 ok = tree is not None and tree[1] == "tree" and kptfile is not None and kptfile[1] == "blob"
-                self._package_trees[pair] = tree[0] if ok and tree is not None else None
-        return [self._package_trees[pair] for pair in pairs]
+                known[pair] = self._package_trees[pair] = tree[0] if ok and tree is not None else None
+        return [known[pair] for pair in pairs]
 
     def packages(self, commit: str) -> list[tuple[str, str]]:
         """(P, tree) of every package on `commit` under the directory (one `git ls-tree -r`)."""
-        if self._packages[0] != commit:  # only B's latest tip is asked for
+        held, found = self._packages  # one read: another thread may replace it meanwhile
+        if held != commit:  # only B's latest tip is asked for
             args = ["ls-tree", "-r", "-t", "-z", commit] + (["--", self._directory] if self._directory else [])
-            self._packages = (commit, refs.discover_packages(self._git.run(*args), self._directory))
-        return self._packages[1]
+            found = refs.discover_packages(self._git.run(*args), self._directory)
+            self._packages = (commit, found)
+        return found
 
     def text_files(self, tree: str) -> dict[str, str]:
         """The UTF-8 text files under `tree` as {path: text} (a new dict; binary files left out)."""

@@ -12,6 +12,9 @@ goes); `push` sends a set of ref changes as one atomic push in which every ref c
 the value it is expected to have on the server (`--force-with-lease=<ref>:<old>`, empty for "must
 not exist"), so nothing is ever overwritten that was not seen, and `PushRejected` says that the
 server moved first (nothing was changed there). Any other failure is a RemoteError.
+`push_together` is `push` for writers in several threads at once: their changes to distinct refs
+go out together, a few pushes at a time per mirror (group commit), each writer with its own
+outcome.
 
 Does not: move the mirror's own refs after a push (gitrepo.py does, in the same lock), lock the
 mirror against concurrent writers (gitrepo.py's flock), or choose credentials (_gittransport.py).
@@ -22,6 +25,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +34,7 @@ from porchvariant.embedded._gitcli import run_git
 from porchvariant.embedded._giterrors import Conflict, RemoteError
 from porchvariant.embedded._gittransport import Transport
 
+PUSHES_AT_ONCE = 2  # push_together's pushes on the wire at once, per mirror
 FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "+refs/porchkit/*:refs/porchkit/*")
 # What git's porcelain report says of a ref when another writer got there first: a lease that no
 # longer holds, or (the server's side, when two pushes pass their leases at once) a ref the
@@ -58,6 +63,18 @@ class RefUpdate:
     old: str | None
 
 
+class _Waiting:
+    """One writer's updates in `Mirror.push_together`, and their outcome once `done`."""
+
+    __slots__ = ("updates", "taken", "done", "error")
+
+    def __init__(self, updates: list[RefUpdate]) -> None:
+        self.updates = updates
+        self.taken = False  # in a batch a thread pushes (its own or another's)
+        self.done = False
+        self.error: BaseException | None = None
+
+
 class PushRejected(Conflict):
     """The server's refs were not where the lease expected (someone pushed first); nothing changed."""
 
@@ -69,12 +86,82 @@ class Mirror:
         self.transport = transport
         self.url = transport.url
         self.path = mirror_path(cache, self.url, branch)
+        self._group = threading.Condition()  # push_together: the writers waiting, and whether one pushes
+        self._queued: list[_Waiting] = []
+        self._pushing = 0  # pushes on the wire
         self._create(cache)
 
     def fetch(self) -> None:
         """Make the mirror's refs the remote's (see the module doc); RemoteError if it cannot."""
         self.transport.run(str(self.path), ["fetch", "--quiet", "--atomic", "--prune", "--no-tags",
                                             "--no-write-fetch-head", self.url, *FETCH_REFSPECS])
+
+    def push_together(self, updates: Sequence[RefUpdate]) -> None:
+        """`push`, joined with the updates other threads push to this mirror at the same time (group
+        commit). While PUSHES_AT_ONCE pushes are on the wire the others wait; the next to go
+        pushes every waiting writer's updates whose refs no other writer it took touches, as one
+        atomic push, each ref with its own lease (a writer's updates go out in one push only).
+        If that combined push fails (one writer's lease lost, a refusal, the network), each
+        writer's updates are pushed again on their own, so that every writer gets its own
+        outcome: one writer's lost lease fails none of the others."""
+        if not updates:
+            return
+        mine = _Waiting(list(updates))
+        with self._group:
+            self._queued.append(mine)
+            while not mine.done and (mine.taken or self._pushing >= PUSHES_AT_ONCE):
+                self._group.wait()
+            leading = not mine.taken  # else another thread pushed it (or failed to)
+            if leading:
+                batch = self._take(mine)
+                self._pushing += 1
+        if leading:
+            try:
+                self._push_batch(batch)
+            finally:
+                with self._group:
+                    self._pushing -= 1
+                    self._group.notify_all()
+        if mine.error is not None:
+            raise mine.error
+
+    def _take(self, mine: _Waiting) -> list[_Waiting]:
+        """`mine` and the waiting writers whose refs no writer already taken touches (called with
+        the group's lock held); they leave the queue."""
+        batch, touched = [mine], {update.ref for update in mine.updates}
+        for waiting in self._queued:
+            refs = {update.ref for update in waiting.updates}
+            if waiting is not mine and not refs & touched:
+                batch.append(waiting)
+                touched |= refs
+        self._queued = [waiting for waiting in self._queued if waiting not in batch]
+        for waiting in batch:
+            waiting.taken = True
+        return batch
+
+    def _push_batch(self, batch: list[_Waiting]) -> None:
+        """Every writer of `batch` given its outcome (`error` None: pushed), and `done`."""
+        try:
+            if len(batch) > 1:
+                try:
+                    self.push([update for waiting in batch for update in waiting.updates])
+                    return
+                except (PushRejected, RemoteError):
+                    pass  # each on its own below, for its own outcome
+            for waiting in batch:
+                try:
+                    self.push(waiting.updates)
+                except (PushRejected, RemoteError) as err:
+                    waiting.error = err
+                waiting.done = True
+        except BaseException as err:  # anything else: no writer left unsettled may think it pushed
+            for waiting in batch:
+                if not waiting.done:
+                    waiting.error = err
+            raise
+        finally:
+            for waiting in batch:  # read by each writer once the group's lock is let go
+                waiting.done = True
 
     def push(self, updates: Sequence[RefUpdate]) -> None:
         """Push every update, atomically, each with its lease. PushRejected when the server moved

@@ -7,9 +7,12 @@ then follow. A resourceVersion is given per object name from a fingerprint of wh
 number, so a change made behind Porch's back (a `git push`) still shows up as a new version on the
 next read, though without a watch event.
 
-Promises: versions only grow; a watch from a version older than the history kept, or newer than
-any handed out (a version from before a restart), raises `Gone`, as kube-apiserver's watch cache
-does, so an informer relists. Does not: know about git or the API shapes (see porch.py).
+Promises: versions only grow, and so do the versions of the changes recorded as long as each
+writer, under the EmbeddedPorch's lock, `renew`s an object's version before it records it (a read
+may have handed that version out before a change recorded since); a watch from a version older
+than the history kept, or newer than any handed out (a version from before a restart), raises
+`Gone`, as kube-apiserver's watch cache does, so an informer relists. Does not: know about git
+or the API shapes (see porch.py).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class History:
         self._closed = False
         self._sequence = 0
         self._last: dict[tuple[Kind, str, str], tuple[str, int]] = {}  # (kind, ns, name) -> (type, version)
+        self._recorded = 0  # the highest version recorded
 
     @property
     def current(self) -> int:
@@ -70,9 +74,22 @@ class History:
         with self._condition:
             self._seen.pop((namespace, name), None)
 
+    def renew(self, namespace: str, name: str) -> bool:
+        """Forget the object's version if it is lower than one recorded since (it was handed out
+        by a read before the change it shows was recorded), so that the next `version` gives a
+        fresh one and a watch, which skips what is older than the last version it saw, does not
+        skip the change. Whether it was forgotten."""
+        with self._condition:
+            known = self._seen.get((namespace, name))
+            if known is None or known[1] >= self._recorded:
+                return False
+            del self._seen[(namespace, name)]
+            return True
+
     def record(self, kind: Kind, event_type: str, obj: Obj) -> None:
         with self._condition:
             version = int(obj["metadata"]["resourceVersion"])
+            self._recorded = max(self._recorded, version)
             self._sequence += 1
             self._changes.append(Change(self._sequence, version, kind, event_type, obj))
             meta = obj["metadata"]

@@ -22,6 +22,11 @@ and starts no git process when nothing moved. `name_taken` (before a create) tru
 for revisions published earlier (the repository is listed once first), and asks git directly
 about the refs the new revision would take.
 
+Threads: only `listing` may be called without the EmbeddedPorch's lock. The git handles of the
+Repos handed out are also used by EmbeddedPorch writes outside it (gitrepo.py's handles allow
+that); a handle closed meanwhile (its Repository changed or went) starts git processes again for
+that write, which its garbage collection stops.
+
 Does not: build API objects (_porch_objects.py) or apply Porch's API rules (porch.py).
 """
 

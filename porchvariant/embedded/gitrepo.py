@@ -29,11 +29,15 @@ Remote repositories. Given a `remote` (a _gitmirror.Mirror), the handle works on
 mirror exactly as on a local repository, fetches it when opened (and on `fetch()`), and before
 any of its refs move, `_move_refs` pushes the same change to the server, atomically and with a
 lease on every ref's old value (_gitmirror.py); only after the server took it do the mirror's
-refs move, so a write is visible only once it is on the server. When the server moved first (a
-lost lease), the mirror is fetched and the whole operation runs again on what is there now, up to
-PUSH_ATTEMPTS times, then Conflict; a value the caller brought (the draft it read) that is no
-longer the server's fails at once with Conflict. `verify` lines are checked against the mirror
-only (a push cannot verify a ref it does not change).
+refs move (each from the value the server had), so a write is visible only once it is on the
+server. A draft's creation and a write of its resources are checked against the mirror with the
+handle's lock held but push after letting it go, so that writers in several threads push at
+once, their changes joined into a few pushes per mirror at a time (`Mirror.push_together`);
+every other write pushes with the lock held. When the server moved first (a lost lease), the
+mirror is fetched and the whole operation runs again on what is there now, up to PUSH_ATTEMPTS
+times, then Conflict; a value the caller brought (the draft it read) that is no longer the
+server's fails with Conflict, at once, or after that fetch when the mirror lagged. `verify`
+lines are checked against the mirror only (a push cannot verify a ref it does not change).
 
 Crash safety. Every change writes its objects first (blobs, trees, commit; unreferenced until the
 end, so invisible) and then moves all of its refs in one `git update-ref` transaction,
@@ -46,6 +50,10 @@ without the draft branch's deletion. Nothing is ever half-written.)
 Locks. Writers take a per-handle thread lock and then an exclusive flock(2) on
 `<git dir>/porchkit.lock`, so two handles on one repository, in one process or in two, never
 interleave a read-compute-write; the old-value checks catch any other writer (Porch, git push).
+For a remote, the lock covers the mirror (reading and planning, the check of the caller's values,
+moving its refs, fetching), not the push of a draft's creation or resources write, for which the
+server's leases are the compare-and-swap. Readers take no lock: the handle's caches (_gitfacts.py)
+and git pipes (_gitcli.py) may be used by several threads at once.
 
 Metadata (labels, annotations, ownerReferences, finalizers) is kept in git, so it survives a
 restart and travels with the repository: one ref per revision, `refs/porchkit/metadata/<P>/<ws>`
@@ -327,9 +335,11 @@ class GitPackageRepository:
             self._objects.store(plan)
             ref = refs.draft_ref(package, workspace)
             metadata_ref = refs.metadata_ref(package, workspace)
-            self._move_refs([f"create {ref} {commit}",
-                             f"verify {refs.proposed_ref(package, workspace)} {self._zero}",
-                             f"update {metadata_ref} {blob}" if blob else f"delete {metadata_ref}"])
+            pushed = self._move_refs([f"create {ref} {commit}",
+                                      f"verify {refs.proposed_ref(package, workspace)} {self._zero}",
+                                      f"update {metadata_ref} {blob}" if blob else f"delete {metadata_ref}"],
+                                     push_later=True)
+        self._publish(pushed, together=True)  # a remote's push, outside the lock (see the module doc)
         self._facts.made(commit, [tip] if tip else [], self.author.email, when, message, package, workspace, tree)
         return self._new_revision(package, workspace, 0, Lifecycle.DRAFT, "", ref, commit, tree, when)
 
@@ -358,7 +368,8 @@ class GitPackageRepository:
             message = messages.write_message(revision.package, revision.workspace, task)
             commit, when = plan.commit(root, [revision.commit], message, self.author)
             self._objects.store(plan)
-            self._move_refs([f"update {revision.ref} {commit} {revision.commit}"])
+            pushed = self._move_refs([f"update {revision.ref} {commit} {revision.commit}"], push_later=True)
+        self._publish(pushed, together=True)  # a remote's push, outside the lock (see the module doc)
         self._facts.made(commit, [revision.commit], self.author.email, when, message, revision.package,
                          revision.workspace, tree)
         return self._new_revision(revision.package, revision.workspace, 0, Lifecycle.DRAFT, "",
@@ -475,8 +486,12 @@ class GitPackageRepository:
                    if name.startswith(prefix) and "/" not in name[len(prefix):]]
         return max([0, *numbers]) + 1
 
-    def _move_refs(self, lines: list[str]) -> None:
-        """The one place refs move (the commit point of every change); a transaction or nothing."""
+    def _move_refs(self, lines: list[str], *, push_later: bool = False) -> list[RefUpdate] | None:
+        """The one place refs move (the commit point of every change); a transaction or nothing.
+        Called with the lock held. A local repository's refs move now. A remote's changes are
+        checked against the mirror (a stale value the caller brought fails here, before the
+        network), then pushed and moved in the mirror (`_publish`), now or, with `push_later`,
+        by the caller once it let the lock go: the changes to publish are returned."""
         if not self.bare:
             touched = {line.split()[1] for line in lines if not line.startswith("verify")}
             checked_out = touched & checked_out_branches(self.git_dir)
@@ -486,16 +501,33 @@ class GitPackageRepository:
                     "use a bare repository or set receive.denyCurrentBranch=ignore")
         if self._remote is None:
             self._git.update_refs(lines)
-            return
-        # The mirror first (a stale value the caller brought fails here, before the network),
-        # then the server, then the mirror's refs: a write is visible once the server has it.
+            return None
         if checks := [check for line in lines if (check := _verify_line(line, self._zero))]:
             self._git.update_refs(checks)
-        self._remote.push(self._push_updates(lines))
-        try:
-            self._git.update_refs(lines)
-        except Conflict:
-            self._remote.fetch()  # only a writer outside the lock moves the mirror: the server is right
+        updates = self._push_updates(lines)
+        if push_later:
+            return updates
+        self._publish(updates)
+        return None
+
+    def _publish(self, updates: list[RefUpdate] | None, *, together: bool = False) -> None:
+        """A remote's staged changes pushed to the server (PushRejected if it moved first), then
+        the mirror's refs moved to them: a write is visible once the server has it. With or
+        without the lock held; the mirror's refs move under it, each from the value the server
+        had (so a fetch in between, which brought them already, is not undone). `together`
+        (without the lock): in one push with other threads' changes (`Mirror.push_together`)."""
+        if not updates:
+            return  # a local repository's (moved already), or no change on the server
+        assert self._remote is not None
+        if together:
+            self._remote.push_together(updates)
+        else:
+            self._remote.push(updates)
+        with self._exclusive():
+            try:
+                self._git.update_refs([_mirror_line(update) for update in updates])
+            except Conflict:
+                self._remote.fetch()  # a fetch came first (or a writer outside this process): the server is right
 
     def _push_updates(self, lines: list[str]) -> list[RefUpdate]:
         """The server-side changes of an update-ref transaction, each with the value the mirror
@@ -603,6 +635,15 @@ class GitPackageRepository:
         return Revision(package, package_name(package, self.directory), workspace, number, lifecycle, version, ref,
                         commit, commit, tree, self.author.email, when)
 
+
+
+def _mirror_line(update: RefUpdate) -> str:
+    """The update-ref line that moves the mirror's ref as `update` moved the server's."""
+    if update.new is None:
+        return f"delete {update.ref} {update.old}"
+    if update.old is None:
+        return f"create {update.ref} {update.new}"
+    return f"update {update.ref} {update.new} {update.old}"
 
 
 def _verify_line(line: str, zero: str) -> str:

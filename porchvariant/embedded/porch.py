@@ -27,6 +27,18 @@ processes and caches (objects are rebuilt only when what git holds for them chan
 copied outside the lock); a list asks git for every ref; the Repository objects are read before
 the lock is taken.
 
+Locks. `_lock` guards the in-memory state (the Repositories and their indexes, the built
+objects, pending deletions) and is held by every read. A write first takes the writer lock of its
+PackageRevision's name (one write of a revision at a time, from its checks to its events; taken
+before `_lock`, never while holding it). A create and a resources update are checked under
+`_lock`, then rendered and written to git (a remote's push included) without it, then remembered
+and announced under it again; every other write runs whole under `_lock`. So writes to different
+revisions, in one repository or several, render and push at once. A read in between may see the
+new revision in git already, and give it a version: the write's events are then recorded once (not
+again when the announce loop recorded them first), with a version renewed if changes with newer
+versions were recorded meanwhile (`History.renew`), so that the versions recorded only grow.
+`close` waits for the writes in flight.
+
 Deviations from Porch: no `spec.packageMetadata`, `selfLock` or `deployment` status; a refused
 first task is a 400 BadRequest with Porch's message (Porch answers 500 InternalError); an
 approval announces (MODIFIED) the revision that lost LATEST_REVISION, which Porch leaves unsaid;
@@ -50,7 +62,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 from porchvariant.embedded import gitrepo
 from porchvariant.embedded._porch_events import Change, History, WatchStream
@@ -123,7 +135,9 @@ class EmbeddedPorch:
         of Repositories on git servers live and how often they are fetched."""
         self.cluster = cluster
         self.renderer: Renderer = renderer or no_render
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the in-memory state (see "Locks" in the module doc)
+        self._writers = threading.Condition()  # guards _writing
+        self._writing: dict[tuple[str, str], _NameLock] = {}  # (namespace, name) -> its writers' lock
         self._history = History(history)
         self._repos = Repositories(repositories_from if repositories_from is not None else cluster, remotes)
         self._objects = Objects(self._history)
@@ -148,6 +162,8 @@ class EmbeddedPorch:
         """End every watch and close every git repository."""
         self._stop.set()
         self._history.close()
+        with self._writers:  # writes in flight use their handles outside the lock: let them end
+            self._writers.wait_for(lambda: not self._writing)
         with self._lock:
             self._repos.close()
 
@@ -159,23 +175,27 @@ class EmbeddedPorch:
         announces these too; without this, a watch never sees them."""
         listing = self._repos.listing("")
         with self._lock, _git_errors():
-            served = {(kind, obj["metadata"]["namespace"], obj["metadata"]["name"]): obj
-                      for repo in self._repos.of("", listing)
-                      for found, latest in _with_latest(self._repos.listed(repo))
-                      for kind in (PACKAGE_REVISION, PACKAGE_REVISION_RESOURCES)
-                      for obj in (self._object(kind, found, latest=latest),)}
+            sources = {(kind, found.repo.namespace, found.repo.object_name(found.revision)): (found, latest)
+                       for repo in self._repos.of("", listing)
+                       for found, latest in _with_latest(self._repos.listed(repo))
+                       for kind in (PACKAGE_REVISION, PACKAGE_REVISION_RESOURCES)}
+            served = {key: self._object(key[0], found, latest=latest) for key, (found, latest) in sources.items()}
             if self._announced is not None:
-                self._announce_changes(self._announced, served)
+                self._announce_changes(self._announced, served, sources)
             self._announced = served
 
     def _announce_changes(self, before: dict[tuple[Kind, str, str], Obj], after: dict[tuple[Kind, str, str], Obj],
-                          ) -> None:
-        for key, obj in after.items():
+                          sources: dict[tuple[Kind, str, str], tuple[Found, bool]]) -> None:
+        for key in after:
+            found, latest = sources[key]
+            # Built again: announcing its other kind may have renewed the version.
+            obj = after[key] = self._object(key[0], found, latest=latest)
             last = self._history.last(*key)
             known = last[1] if last is not None and last[0] != "DELETED" else (
                 int(before[key]["metadata"]["resourceVersion"]) if key in before and last is None else None)
-            version = int(obj["metadata"]["resourceVersion"])
-            if known != version:
+            if known != int(obj["metadata"]["resourceVersion"]):
+                if self._history.renew(key[1], key[2]):  # a read handed its version out before newer changes
+                    obj = after[key] = self._object(key[0], found, latest=latest)
                 self._history.record(key[0], "ADDED" if known is None else "MODIFIED", obj)
         versions: dict[tuple[str, str], str] = {}  # one per revision, shared by its two kinds
         # By revision, so that the versions recorded only grow: a watch skips what is older than
@@ -256,17 +276,31 @@ class EmbeddedPorch:
             raise MethodNotAllowed(f"{Kind.of(obj).kind} cannot be created; create a PackageRevision")
         namespace = str((obj.get("metadata") or {}).get("namespace") or "")
         listing = self._repos.listing(namespace)
-        with self._lock, _git_errors():
-            return clone(self._create(obj, self._repos.of(namespace, listing)))
+        with self._written(namespace, _created_name(obj)):
+            with self._lock, _git_errors():
+                new = self._new_revision(obj, self._repos.of(namespace, listing))
+            files, _ = self._render(new.files, new.context, new.annotations)
+            with _git_errors():
+                try:
+                    revision = new.repo.git.create_draft(new.path, new.context.workspace, files, task=new.task,
+                                                         metadata=new.kept)
+                except gitrepo.Conflict as err:  # its draft or proposed branch appeared in the meantime
+                    raise AlreadyExists(f'{_plural(PACKAGE_REVISION)}.{_GROUP} "{new.context.name}" '
+                                        "already exists") from err
+            with self._lock, _git_errors():
+                found = self._repos.remember(new.repo, revision, new.repo.git.metadata_blob(new.kept))
+                return clone(self._record_write("ADDED", found, (PACKAGE_REVISION, PACKAGE_REVISION_RESOURCES))[0])
 
     def update(self, obj: Obj) -> Obj:
         key = ObjectKey.of(obj)
         listing = self._repos.listing(key.namespace)
-        with self._lock, _git_errors():
-            found = self._find(Kind.of(obj), key, self._repos.of(key.namespace, listing))
-            if Kind.of(obj) == PACKAGE_REVISION_RESOURCES:
-                return self._update_resources(obj, found)
-            return clone(self._update_revision(obj, found, subresource=None))
+        with self._written(key.namespace, key.name):
+            with self._lock, _git_errors():
+                found = self._find(Kind.of(obj), key, self._repos.of(key.namespace, listing))
+                if Kind.of(obj) != PACKAGE_REVISION_RESOURCES:
+                    return clone(self._update_revision(obj, found, subresource=None))
+                write = self._resources_write(obj, found)
+            return self._write_resources(write)
 
     def update_status(self, obj: Obj) -> Obj:
         raise MethodNotAllowed("the embedded Porch computes status from the package; it cannot be updated")
@@ -276,12 +310,14 @@ class EmbeddedPorch:
         if subresource not in (None, "approval") or (subresource and kind != PACKAGE_REVISION):
             raise MethodNotAllowed(f"{_plural(kind)} has no subresource {subresource!r}")
         listing = self._repos.listing(key.namespace)
-        with self._lock, _git_errors():
-            found = self._find(kind, key, self._repos.of(key.namespace, listing))
-            body = apply_patch(clone(self._object(kind, found)), patch, patch_type)
-            if kind == PACKAGE_REVISION_RESOURCES:
-                return self._update_resources(body, found)
-            return clone(self._update_revision(body, found, subresource=subresource))
+        with self._written(key.namespace, key.name):
+            with self._lock, _git_errors():
+                found = self._find(kind, key, self._repos.of(key.namespace, listing))
+                body = apply_patch(clone(self._object(kind, found)), patch, patch_type)
+                if kind != PACKAGE_REVISION_RESOURCES:
+                    return clone(self._update_revision(body, found, subresource=subresource))
+                write = self._resources_write(body, found)
+            return self._write_resources(write)
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = False, subresource: str | None = None) -> Obj:
         raise MethodNotAllowed("the embedded Porch does not support server-side apply; use create, update or patch")
@@ -291,7 +327,7 @@ class EmbeddedPorch:
         if kind != PACKAGE_REVISION:
             raise MethodNotAllowed(f"{_plural(kind)} cannot be deleted; delete the PackageRevision")
         listing = self._repos.listing(key.namespace)
-        with self._lock, _git_errors():
+        with self._written(key.namespace, key.name), self._lock, _git_errors():
             found = self._find(kind, key, self._repos.of(key.namespace, listing))
             current = self._object(kind, found)
             if found.revision.lifecycle == Lifecycle.PUBLISHED:  # the placeholder too (Porch's validateDelete)
@@ -331,7 +367,8 @@ class EmbeddedPorch:
 
     # --- create -----------------------------------------------------------------------------------
 
-    def _create(self, obj: Obj, repos: builtins.list[Repo]) -> Obj:
+    def _new_revision(self, obj: Obj, repos: builtins.list[Repo]) -> _NewRevision:
+        """What creating `obj` writes, checked by Porch's rules: its first task run, not yet rendered."""
         meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
         namespace = str(meta.get("namespace") or "")
         package, repository = str(spec.get("packageName") or ""), str(spec.get("repository") or "")
@@ -353,22 +390,12 @@ class EmbeddedPorch:
         if meta.get("name") and meta["name"] != name:
             raise Invalid(f'metadata.name {meta["name"]!r} must be empty or {name!r}, the name Porch gives it')
         path = posixpath.join(repo.git.directory, package) if repo.git.directory else package
-        exists = AlreadyExists(f'{_plural(PACKAGE_REVISION)}.{_GROUP} "{name}" already exists')
         if self._repos.name_taken(repo, path, workspace, name):
-            raise exists
+            raise AlreadyExists(f'{_plural(PACKAGE_REVISION)}.{_GROUP} "{name}" already exists')
         files = self._first_tasks.run(repo, package, task, repos)
         context = RenderContext(namespace, name, repository, package, workspace, repo.allow_exec)
-        files, _ = self._render(files, context, meta.get("annotations") or {})
-        kept = _kept_metadata(meta)
-        try:
-            revision = repo.git.create_draft(path, workspace, files, task=task, metadata=kept)
-        except gitrepo.Conflict as err:  # its draft or proposed branch appeared in the meantime
-            raise exists from err
-        found = self._repos.remember(repo, revision, repo.git.metadata_blob(kept))
-        created = self._object(PACKAGE_REVISION, found)
-        self._history.record(PACKAGE_REVISION, "ADDED", created)
-        self._history.record(PACKAGE_REVISION_RESOURCES, "ADDED", self._object(PACKAGE_REVISION_RESOURCES, found))
-        return created
+        return _NewRevision(repo, path, task, files, context, dict(meta.get("annotations") or {}),
+                            _kept_metadata(meta))
 
     # --- update -----------------------------------------------------------------------------------
 
@@ -411,7 +438,8 @@ class EmbeddedPorch:
                 self._announce_latest(repo, revision.package, latest_before, key.name)
         return updated
 
-    def _update_resources(self, obj: Obj, found: Found) -> Obj:
+    def _resources_write(self, obj: Obj, found: Found) -> _ResourcesWrite:
+        """What updating `found`'s PackageRevisionResources to `obj` writes, checked, not yet rendered."""
         key = ObjectKey.of(obj)
         repo, revision = found.repo, found.revision
         _check_version(PACKAGE_REVISION_RESOURCES, obj, self._object(PACKAGE_REVISION_RESOURCES, found))
@@ -424,12 +452,39 @@ class EmbeddedPorch:
         annotations = self._object(PACKAGE_REVISION, found)["metadata"].get("annotations") or {}
         context = RenderContext(key.namespace, key.name, repo.name, revision.name, revision.workspace,
                                 repo.allow_exec)
-        files, status = self._render(resources, context, annotations)
-        found = self._repos.remember(repo, repo.git.write_resources(revision, files), found.metadata)
-        updated = self._object(PACKAGE_REVISION_RESOURCES, found)
-        self._history.record(PACKAGE_REVISION_RESOURCES, "MODIFIED", updated)
-        self._history.record(PACKAGE_REVISION, "MODIFIED", self._object(PACKAGE_REVISION, found))
-        return {**clone(updated), "status": {"renderStatus": status}}
+        return _ResourcesWrite(found, dict(resources), context, dict(annotations))
+
+    def _write_resources(self, write: _ResourcesWrite) -> Obj:
+        """Render and write `write` without the lock (its name's writer lock held), then record it."""
+        files, status = self._render(write.resources, write.context, write.annotations)
+        repo = write.found.repo
+        with _git_errors():
+            revision = repo.git.write_resources(write.found.revision, files)
+        with self._lock, _git_errors():
+            found = self._repos.remember(repo, revision, write.found.metadata)
+            updated = self._record_write("MODIFIED", found, (PACKAGE_REVISION_RESOURCES, PACKAGE_REVISION))[0]
+            return {**clone(updated), "status": {"renderStatus": status}}
+
+    def _record_write(self, event: str, found: Found, kinds: tuple[Kind, ...]) -> builtins.list[Obj]:
+        """The objects of `found`, which a write through this server just made, and their `event`
+        recorded, once: not again when the announce loop saw the write first and recorded it, and
+        with a fresh version when a read handed the current one out before changes recorded since
+        (see "Locks" in the module doc)."""
+        objs = [self._object(kind, found) for kind in kinds]
+        versions = [(kind, int(obj["metadata"]["resourceVersion"])) for kind, obj in zip(kinds, objs, strict=True)]
+        namespace, name = found.repo.namespace, found.repo.object_name(found.revision)
+        recorded = [self._history.last(kind, namespace, name) for kind in kinds]
+        already = [last is not None and last[0] != "DELETED" and last[1] == version
+                   for last, (_, version) in zip(recorded, versions, strict=True)]
+        if all(already):
+            return objs
+        if self._history.renew(namespace, name):
+            objs = [self._object(kind, found) for kind in kinds]
+            already = [False] * len(kinds)
+        for kind, obj, done in zip(kinds, objs, already, strict=True):
+            if not done:
+                self._history.record(kind, event, obj)
+        return objs
 
     def _render(self, files: Mapping[str, str], context: RenderContext,
                 annotations: Mapping[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
@@ -458,6 +513,26 @@ class EmbeddedPorch:
             self._history.record(kind, "DELETED", {**gone, "metadata": stamped})
         if published:
             self._announce_latest(found.repo, found.revision.package, latest_before, name)
+
+    @contextlib.contextmanager
+    def _written(self, namespace: str, name: str) -> Iterator[None]:
+        """Hold the writer lock of PackageRevision `name` (taken before `_lock`, never while
+        holding it): one write of a revision at a time, from its checks to its events."""
+        key = (namespace, name)
+        with self._writers:
+            entry = self._writing.get(key)
+            if entry is None:
+                entry = self._writing[key] = _NameLock()
+            entry.users += 1
+        try:
+            with entry.lock:
+                yield
+        finally:
+            with self._writers:
+                entry.users -= 1
+                if not entry.users:
+                    del self._writing[key]
+                    self._writers.notify_all()
 
     # --- revisions and objects --------------------------------------------------------------------
 
@@ -503,6 +578,45 @@ class EmbeddedPorch:
 
 
 # --- helpers --------------------------------------------------------------------------------------
+
+
+class _NameLock:
+    """The writer lock of one PackageRevision name, kept while some thread waits for or holds it."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+
+
+class _NewRevision(NamedTuple):
+    """A create, checked under the lock, to be rendered and written without it."""
+
+    repo: Repo
+    path: str  # the package's full path in the repository
+    task: dict[str, Any]
+    files: dict[str, str]
+    context: RenderContext
+    annotations: dict[str, str]
+    kept: dict[str, Any]  # the metadata git keeps
+
+
+class _ResourcesWrite(NamedTuple):
+    """A PackageRevisionResources update, checked under the lock, to be rendered and written without it."""
+
+    found: Found
+    resources: dict[str, str]
+    context: RenderContext
+    annotations: dict[str, str]
+
+
+def _created_name(obj: Obj) -> str:
+    """The name Porch gives the PackageRevision `obj` creates (checked later, with the rest)."""
+    spec = obj.get("spec") or {}
+    package = str(spec.get("packageName") or "")
+    return f"{spec.get('repository') or ''}.{package.replace('/', '.')}.{spec.get('workspaceName') or ''}"
+
 
 _PUBLISHED = (Lifecycle.PUBLISHED, Lifecycle.DELETION_PROPOSED)
 

@@ -703,7 +703,7 @@ def test_a_non_bare_repository_keeps_its_checked_out_branch_unless_configured(tm
 CRASH_SCRIPT = textwrap.dedent("""
     import os, sys
     from porchvariant.embedded.gitrepo import GitPackageRepository
-    GitPackageRepository._move_refs = lambda self, lines: os._exit(17)   # killed before any ref moves
+    GitPackageRepository._move_refs = lambda self, lines, **_: os._exit(17)   # killed before any ref moves
     with GitPackageRepository(sys.argv[1]) as repo:
         if sys.argv[2] == "create":
             repo.create_draft("p", "new", {"Kptfile": "kind: Kptfile\\n", "big.yaml": "x: 1\\n" * 1000})
