@@ -8,7 +8,8 @@
 Nothing is skipped silently. Each of these is one YamlError naming the path: a path that does not
 exist, a file or directory that cannot be read, a dangling symbolic link or a loop of them inside
 a directory, text that is not UTF-8 (stdin included), invalid YAML (schema.py: with its line), and
-a document that is not an object.
+a document that is not an object (a mapping with a `kind` string, an `apiVersion` string if any,
+and `metadata`, if any, a mapping whose name, namespace and generateName are strings).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ def read_documents(paths: Iterable[str | Path], stdin: IO[str] | None = None, *,
             for item in items if isinstance(items, list) else [items]:
                 if not isinstance(item, dict):
                     raise YamlError(f"expected an object (a mapping), got {_describe(item)}", where=where)
+                if problem := _object_problem(item):
+                    raise YamlError(problem, where=where)
                 found.append(Document(item, where))
     return found
 
@@ -120,6 +123,24 @@ def _read_stdin(stdin: IO[str]) -> str:
 
 def _reason(err: OSError) -> str:
     return err.strerror.lower() if err.strerror else str(err)
+
+
+def _object_problem(obj: dict[str, Any]) -> str:
+    """What keeps `obj` from being a Kubernetes object, as the API server would say it, or ""."""
+    if "kind" not in obj:
+        return "kind is missing"
+    for field in ("kind", "apiVersion"):  # (offline pipelines may leave apiVersion out)
+        if field in obj and (not isinstance(obj[field], str) or not obj[field]):
+            return f"{field} must be a non-empty string, not {_describe(obj[field])}"
+    metadata = obj.get("metadata")
+    if metadata is None:
+        return ""
+    if not isinstance(metadata, dict):
+        return f"metadata must be a mapping, not {_describe(metadata)}"
+    for field in ("name", "namespace", "generateName"):
+        if field in metadata and not isinstance(metadata[field], str):
+            return f"metadata.{field} must be a string, not {_describe(metadata[field])}"
+    return ""
 
 
 def _describe(value: Any) -> str:

@@ -134,4 +134,7 @@ def configure(format: Format = "text", level: str | int = "info", *,
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(numeric)
+    # urllib3 warns on every connection retry; the informer says it once per failed attempt, with
+    # its back-off. Its retries show at debug level.
+    logging.getLogger("urllib3").setLevel(logging.DEBUG if numeric <= logging.DEBUG else logging.ERROR)
     return handler

@@ -97,3 +97,18 @@ def test_a_missing_path_and_a_document_that_is_not_an_object_are_one_error_each(
     with pytest.raises(YamlError) as refused:
         read_documents([tmp_path / "s.yaml"])
     assert str(refused.value) == f"{tmp_path}/s.yaml: expected an object (a mapping), got a string"
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("apiVersion: v1\nmetadata: {name: a}\n", "kind is missing"),
+    ("kind: 5\nmetadata: {name: a}\n", "kind must be a non-empty string, not a number"),
+    ("kind: ConfigMap\napiVersion: 1\n", "apiVersion must be a non-empty string, not a number"),
+    ("kind: ConfigMap\nmetadata: foo\n", "metadata must be a mapping, not a string"),
+    ("kind: ConfigMap\nmetadata: {name: 5}\n", "metadata.name must be a string, not a number"),
+    ("kind: ConfigMap\nmetadata: {name: a, namespace: [x]}\n", "metadata.namespace must be a string, not a list"),
+])
+def test_a_document_that_cannot_be_an_object_names_the_field(tmp_path: Path, text: str, problem: str) -> None:
+    (tmp_path / "o.yaml").write_text("kind: Fine\n---\n" + text)
+    with pytest.raises(YamlError) as refused:
+        read_documents([tmp_path / "o.yaml"])
+    assert str(refused.value) == f"{tmp_path}/o.yaml (document 2): {problem}"

@@ -140,3 +140,17 @@ def test_an_unknown_level_or_format_is_refused_with_the_valid_ones() -> None:
         logs.configure("text", "loud")
     with pytest.raises(ValueError, match="text or json"):
         logs.configure("yaml")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("level", "shown"), [("info", False), ("warning", False), ("debug", True)])
+def test_urllib3s_retry_warnings_show_only_at_debug_level(output: io.StringIO, level: str, shown: bool) -> None:
+    urllib3_logger = logging.getLogger("urllib3")
+    before = urllib3_logger.level
+    logs.configure("text", level, stream=output)
+    try:
+        logging.getLogger("urllib3.connectionpool").warning("Retrying (Retry(total=2)) after connection broken")
+        logging.getLogger("porchkit.informer").warning("watch of X failed")
+    finally:
+        urllib3_logger.setLevel(before)
+    assert ("Retrying" in output.getvalue()) is shown
+    assert "watch of X failed" in output.getvalue()
