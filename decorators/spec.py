@@ -43,7 +43,6 @@ DECORATOR_CONTROLLER = Kind("metacontroller.k8s.io/v1alpha1", "DecoratorControll
 FINALIZER_PREFIX = "metacontroller.io/decoratorcontroller-"
 DECORATOR_ANNOTATION = "metacontroller.k8s.io/decorator-controller"
 UPDATE_METHODS = ("OnDelete", "Recreate", "InPlace")  # the Rolling* methods behave as these (spec Appendix A)
-HOOK_NAMES = ("sync", "finalize", "customize")
 
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 

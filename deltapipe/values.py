@@ -60,11 +60,6 @@ def is_int_like(value: Any) -> bool:
     return t is int or (t is str and _INT_TEXT.match(value) is not None and _fits_int64(value))
 
 
-def is_float_like(value: Any) -> bool:
-    t = type(value)
-    return t is int or t is float or (t is str and _FLOAT_TEXT.match(value) is not None)
-
-
 def as_int(value: Any, op: str) -> int:
     """An int, or a string holding a base-10 int64; floats are refused (no truncation)."""
     if type(value) is int:

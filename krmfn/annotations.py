@@ -17,13 +17,9 @@ PATH = "internal.config.kubernetes.io/path"
 INDEX = "internal.config.kubernetes.io/index"
 LEGACY_PATH = "config.kubernetes.io/path"
 LEGACY_INDEX = "config.kubernetes.io/index"
-SEQ_INDENT = "internal.config.kubernetes.io/seqindent"
 ID = "internal.config.kubernetes.io/id"
 LEGACY_ID = "config.k8s.io/id"
-MIGRATION_ID = "internal.config.kubernetes.io/annotations-migration-resource-id"
 PACKAGE_PATH = "internal.config.kubernetes.io/package-path"
-KPT_RESOURCE_ID = "internal.config.k8s.io/kpt-resource-id"  # kpt 1.0.0-beta.56
-KPT_RESOURCE_ID_NEW = "internal.config.kubernetes.io/kpt-resource-id"  # kpt main (#4663)
 UPSTREAM_IDENTIFIER = "internal.kpt.dev/upstream-identifier"
 LOCAL_CONFIG = "config.kubernetes.io/local-config"
 

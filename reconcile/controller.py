@@ -40,11 +40,11 @@ from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.errors import NotLeading, ReconcileError, Terminal
 from reconcile.informer import Informer
 from reconcile.objects import controller_of
-from reconcile.outcome import Done, Outcome, RequeueAfter
+from reconcile.outcome import Outcome, RequeueAfter
 from reconcile.workqueue import NoMetrics, QueueMetrics, WorkQueue
 
 K = TypeVar("K", bound=Hashable)  # a controller's key: an ObjectKey, unless it reconciles something finer
-Reconcile = Callable[[K], Outcome | None]
+Reconcile = Callable[[K], Outcome]
 Mapper = Callable[[Obj], Iterable[K]]
 
 log = logging.getLogger("porchkit.controller")
@@ -300,7 +300,7 @@ class Controller(Generic[K]):
 
     def _reconcile(self, key: K) -> str:
         try:
-            outcome = self.reconcile(key) or Done()
+            outcome = self.reconcile(key)
         except NotLeading as err:
             self.queue.add_rate_limited(key)
             log.warning("%s %s: stopped: %s", self.name, key, err)

@@ -68,10 +68,3 @@ def with_label(obj: Obj, name: str, value: str) -> Obj:
     meta = out.setdefault("metadata", {})
     meta["labels"] = {**(meta.get("labels") or {}), name: value}
     return out
-
-
-def with_annotation(obj: Obj, name: str, value: str) -> Obj:
-    out = copy.deepcopy(obj)
-    meta = out.setdefault("metadata", {})
-    meta["annotations"] = {**(meta.get("annotations") or {}), name: value}
-    return out

@@ -264,8 +264,3 @@ class Git:
                     parts = batch.stdout.readline().split()
                     answers.append((parts[0].decode(), parts[1].decode()) if _found(parts) else None)
         return answers
-
-    def child_pids(self) -> list[int]:
-        """The persistent processes alive now (for diagnostics and tests)."""
-        with self._lock:
-            return [b.proc.pid for b in self._batches.values() if b.proc.poll() is None]

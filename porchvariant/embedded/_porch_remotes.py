@@ -36,7 +36,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from porchvariant.embedded._gitmirror import Mirror, default_cache_dir
 from porchvariant.embedded._gitssh import SshAuth, is_ssh_url
@@ -252,9 +251,3 @@ def write_ready(cluster: Cluster, repository: Obj, error: BaseException | None) 
                                                                     now=time.time()))
     except ApiError:
         return
-
-
-def ready_error(repository: Obj) -> str:
-    """The message of a Repository's Ready=False condition, "" when it is not known to be unready."""
-    found: Any = conditions.find(conditions.conditions_of(repository), READY)
-    return str(found.get("message") or "not ready") if found is not None and found.get("status") == "False" else ""

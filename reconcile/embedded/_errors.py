@@ -92,10 +92,6 @@ def invalid(kind: Kind, name: str, causes: list[Cause]) -> Invalid:
     return Invalid(message, status=make_status(422, "Invalid", message, details))
 
 
-def bad_request(message: str) -> BadRequest:
-    return BadRequest(message)
-
-
 def version_on_create() -> ServerError:
     """The storage layer's refusal of a create carrying a resourceVersion: a plain error there,
     so the client sees 500 InternalError."""
