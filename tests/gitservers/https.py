@@ -25,18 +25,17 @@ import os
 import re
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.gitservers import APACHE, require_git_servers
+from tests.gitservers.served import ServedRepositories, free_port
 
 MODULES = "/usr/lib/apache2/modules"
 _USER, _GROUP = "nobody", "nogroup"
@@ -104,8 +103,10 @@ class GitRequests:
     refused: int = 0  # non-2xx answers to git requests (401 before the credentials, errors)
 
 
-class HttpsGitServer:
+class HttpsGitServer(ServedRepositories):
     """One apache2 serving the bare repositories under `repos`; see the module doc."""
+
+    _name, _pid_file = "apache2", "httpd.pid"
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -113,7 +114,7 @@ class HttpsGitServer:
         self.repos.mkdir(parents=True)
         self.repos.chmod(0o755)
         self.username, self.password = "porch", "pw-" + secrets.token_hex(12)  # unique: grep-able in leaks
-        self.port = _free_port()
+        self.port = free_port()
         self._make_certificates()
         self.ca_file = root / "ca.crt"
         self.ca_pem = self.ca_file.read_bytes()
@@ -121,7 +122,6 @@ class HttpsGitServer:
         user = f"User {_USER}\nGroup {_GROUP}" if os.geteuid() == 0 else ""
         (root / "httpd.conf").write_text(_CONFIG.format(root=root, port=self.port, repos=self.repos,
                                                         modules=MODULES, user=user))
-        self._proc: subprocess.Popen[bytes] | None = None
         # The test's own git, in repositories `nobody` owns: safe.directory is honoured only from
         # global or system config by every git process (a `-c` does not reach upload-pack).
         self.gitconfig = root / "test.gitconfig"
@@ -139,30 +139,13 @@ class HttpsGitServer:
         self.password = password
 
     def start(self) -> None:
-        self._proc = subprocess.Popen([APACHE, "-f", str(self.root / "httpd.conf"), "-DFOREGROUND"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"apache2 exited: {self._proc.stderr.read().decode() if self._proc.stderr else ''}"
-                                   f"{self.error_log()}")
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            time.sleep(0.02)
-        raise RuntimeError(f"apache2 did not listen on {self.port} within 10s: {self.error_log()}")
+        self._launch()
 
-    def stop(self) -> None:
-        """Kill apache and every worker (its process group) at once, as a crash would."""
-        if self._proc is None:
-            return
-        with suppress(ProcessLookupError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
-        self._proc.wait()
-        if self._proc.stderr is not None:
-            self._proc.stderr.close()
-        self._proc = None
-        (self.root / "httpd.pid").unlink(missing_ok=True)
+    def _command(self) -> list[str]:
+        return [APACHE, "-f", str(self.root / "httpd.conf"), "-DFOREGROUND"]
+
+    def _diagnostics(self) -> str:
+        return self.error_log()
 
     def error_log(self) -> str:
         path = self.root / "error.log"
@@ -206,46 +189,10 @@ class HttpsGitServer:
                 return
             size = now
 
-    def create_repo(self, name: str, *, files: dict[str, str] | None = None, branch: str = "main") -> Path:
-        """A bare repository served as `name`: empty, or one commit on `branch` holding `files`."""
-        path = self.repos / name
-        subprocess.run(["git", "init", "--quiet", "--bare", "--initial-branch", branch, str(path)], check=True)
-        if files:
-            work = self.root / f"seed-{name}"
-            subprocess.run(["git", "init", "--quiet", "--initial-branch", branch, str(work)], check=True)
-            for relative, text in files.items():
-                (work / relative).parent.mkdir(parents=True, exist_ok=True)
-                (work / relative).write_text(text)
-            self.work_git(work, "add", "-A")
-            self.work_git(work, "commit", "--quiet", "-m", "seed")
-            self.work_git(work, "push", "--quiet", str(path), f"{branch}:refs/heads/{branch}")
-            shutil.rmtree(work)
-        self.hand_over(path)
-        return path
-
     def hand_over(self, path: Path) -> None:
         """Give the server's user a repository the test wrote into directly."""
         if os.geteuid() == 0:
             subprocess.run(["chown", "-R", f"{_USER}:{_GROUP}", str(path)], check=True)
-
-    def git(self, repo: str, *args: str) -> str:
-        """A reading git command in a served repository, directly on disk (not through the server,
-        and safe while it serves: nothing is written there); stdout."""
-        path = self.repos / repo
-        done = subprocess.run(["git", "--git-dir", str(path), *args], capture_output=True, text=True, check=True,
-                              env={**os.environ, "GIT_CONFIG_GLOBAL": str(self.gitconfig), "GIT_OPTIONAL_LOCKS": "0"})
-        return done.stdout
-
-    def refs(self, repo: str) -> dict[str, str]:
-        """Every ref of a served repository → the object it points at."""
-        out = self.git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
-        return {name: oid for name, oid in (line.split(" ") for line in out.splitlines())}
-
-    def work_git(self, work: Path, *args: str) -> str:
-        """git in a working directory of the test's (pushing straight into the served repositories)."""
-        env = {**os.environ, "GIT_CONFIG_GLOBAL": str(self.gitconfig)}
-        return subprocess.run(["git", "-C", str(work), *args], capture_output=True, text=True, check=True,
-                              env=env).stdout
 
     def _make_certificates(self) -> None:
         r = self.root
@@ -278,8 +225,3 @@ def https_git_server() -> Iterator[HttpsGitServer]:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

@@ -18,18 +18,15 @@ the files, so a test can look for a key's text in files left behind.
 from __future__ import annotations
 
 import getpass
-import os
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.gitservers import SSHD, require_git_servers
+from tests.gitservers.served import ServedRepositories, free_port
 
 PRIVSEP_DIR = Path("/run/sshd")  # sshd refuses to start as root without it
 _CONFIG = """\
@@ -49,15 +46,17 @@ LogLevel ERROR
 """
 
 
-class SshGitServer:
+class SshGitServer(ServedRepositories):
     """One sshd serving the bare repositories under `repos` over ssh://; see the module doc."""
+
+    _name, _pid_file = "sshd", "sshd.pid"
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.repos = root / "repos"
         self.repos.mkdir(parents=True)
         self.user = getpass.getuser()
-        self.port = _free_port()
+        self.port = free_port()
         host_private, self.host_public = self.new_key("host")
         (root / "host_ed25519").write_bytes(host_private)
         (root / "host_ed25519").chmod(0o600)
@@ -65,7 +64,6 @@ class SshGitServer:
         self.private_key, public = self.new_key("client")
         self.authorize(public)
         (root / "sshd_config").write_text(_CONFIG.format(root=root, port=self.port, user=self.user))
-        self._proc: subprocess.Popen[bytes] | None = None
         self.gitconfig = root / "test.gitconfig"
         self.gitconfig.write_text("[user]\n\tname = t\n\temail = t@example.com\n")
 
@@ -88,63 +86,10 @@ class SshGitServer:
 
     def start(self) -> None:
         PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
-        self._proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"sshd exited: {self._proc.stderr.read().decode() if self._proc.stderr else ''}")
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            time.sleep(0.02)
-        raise RuntimeError(f"sshd did not listen on {self.port} within 10s")
+        self._launch()
 
-    def stop(self) -> None:
-        """Kill sshd and every session it forked (its process group) at once, as a crash would."""
-        if self._proc is None:
-            return
-        with suppress(ProcessLookupError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
-        self._proc.wait()
-        if self._proc.stderr is not None:
-            self._proc.stderr.close()
-        self._proc = None
-        (self.root / "sshd.pid").unlink(missing_ok=True)
-
-    def create_repo(self, name: str, *, files: dict[str, str] | None = None, branch: str = "main") -> Path:
-        """A bare repository served as `name`: empty, or one commit on `branch` holding `files`."""
-        path = self.repos / name
-        subprocess.run(["git", "init", "--quiet", "--bare", "--initial-branch", branch, str(path)], check=True)
-        if files:
-            work = self.root / f"seed-{name}"
-            subprocess.run(["git", "init", "--quiet", "--initial-branch", branch, str(work)], check=True)
-            for relative, text in files.items():
-                (work / relative).parent.mkdir(parents=True, exist_ok=True)
-                (work / relative).write_text(text)
-            self.work_git(work, "add", "-A")
-            self.work_git(work, "commit", "--quiet", "-m", "seed")
-            self.work_git(work, "push", "--quiet", str(path), f"{branch}:refs/heads/{branch}")
-            shutil.rmtree(work)
-        return path
-
-    def git(self, repo: str, *args: str) -> str:
-        """A reading git command in a served repository, directly on disk; stdout."""
-        done = subprocess.run(["git", "--git-dir", str(self.repos / repo), *args], capture_output=True, text=True,
-                              check=True, env={**os.environ, "GIT_CONFIG_GLOBAL": str(self.gitconfig),
-                                               "GIT_OPTIONAL_LOCKS": "0"})
-        return done.stdout
-
-    def refs(self, repo: str) -> dict[str, str]:
-        """Every ref of a served repository → the object it points at."""
-        out = self.git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
-        return {name: oid for name, oid in (line.split(" ") for line in out.splitlines())}
-
-    def work_git(self, work: Path, *args: str) -> str:
-        """git in a working directory of the test's (pushing straight into the served repositories)."""
-        env = {**os.environ, "GIT_CONFIG_GLOBAL": str(self.gitconfig)}
-        return subprocess.run(["git", "-C", str(work), *args], capture_output=True, text=True, check=True,
-                              env=env).stdout
+    def _command(self) -> list[str]:
+        return [SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")]
 
 
 @contextmanager
@@ -161,8 +106,3 @@ def ssh_git_server() -> Iterator[SshGitServer]:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

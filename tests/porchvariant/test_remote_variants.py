@@ -32,6 +32,7 @@ from reconcile.events import EventRecorder
 from reconcile.manager import Manager
 from tests.gitservers.https import HttpsGitServer
 from tests.porchvariant.embedded.remote_support import SECRET, Served
+from tests.porchvariant.embedded.ssh_support import files_holding
 from tests.porchvariant.variants_support import NS, package_variant
 from tests.reconcile import support
 
@@ -81,9 +82,9 @@ def test_a_fan_out_pushes_drafts_then_approval_and_never_leaks_the_password(
     assert server.password not in out + err + caplog.text
     for name in ("prod", "staging", "catalog"):
         assert server.password not in server.git(f"{name}.git", "log", "--all", "--format=%B%n%an%n%ae")
-    assert _files_holding(server.password, cache) == []
+    assert files_holding([server.password.encode()], cache) == []
     # (The manifests hold it, and --state keeps the Secret as an API server's store would.)
-    assert _files_holding(server.password, Path(tempfile.gettempdir()), since=started,
+    assert files_holding([server.password.encode()], Path(tempfile.gettempdir()), since=started,
                           skip=(tmp_path / "manifests", tmp_path / "state")) == []
 
 
@@ -286,20 +287,3 @@ class _CommandLines:
                     self.leaks.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
             self._stop.wait(0.002)  # git processes live for tens of milliseconds at least
 
-
-def _files_holding(secret: str, root: Path, *, since: float = 0.0, skip: tuple[Path, ...] = ()) -> list[str]:
-    """The files under `root` (changed since `since`, outside `skip`) that hold `secret`."""
-    needle = secret.encode()
-    found = []
-    for directory, _, names in os.walk(root):
-        if any(Path(directory).is_relative_to(s) for s in skip):
-            continue
-        for name in names:
-            path = Path(directory, name)
-            try:
-                stat = path.lstat()
-                if path.is_file() and not path.is_symlink() and stat.st_mtime >= since and needle in path.read_bytes():
-                    found.append(str(path))
-            except OSError:
-                continue
-    return found
