@@ -13,7 +13,7 @@ the value it is expected to have on the server (`--force-with-lease=<ref>:<old>`
 not exist"), so nothing is ever overwritten that was not seen, and `PushRejected` says that the
 server moved first (nothing was changed there). Any other failure is a RemoteError.
 `push_together` is `push` for writers in several threads at once: their changes to distinct refs
-go out together, a few pushes at a time per mirror (group commit), each writer with its own
+go out together, one push at a time per mirror (group commit), each writer with its own
 outcome.
 
 Does not: move the mirror's own refs after a push (gitrepo.py does, in the same lock), lock the
@@ -34,7 +34,11 @@ from porchvariant.embedded._gitcli import run_git
 from porchvariant.embedded._giterrors import Conflict, RemoteError
 from porchvariant.embedded._gittransport import Transport
 
-PUSHES_AT_ONCE = 2  # push_together's pushes on the wire at once, per mirror
+# push_together's pushes on the wire at once, per mirror. One: while it is out, every other writer
+# of that repository joins the next, and a push costs about the same for one ref as for forty
+# (bench/variants_bench.py: 1,000 drafts went out in about 200 pushes with 1, 315 with 2, and
+# the run took a quarter longer with 2).
+PUSHES_AT_ONCE = 1
 FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "+refs/porchkit/*:refs/porchkit/*")
 # What git's porcelain report says of a ref when another writer got there first: a lease that no
 # longer holds, or (the server's side, when two pushes pass their leases at once) a ref the

@@ -32,7 +32,7 @@ lease on every ref's old value (_gitmirror.py); only after the server took it do
 refs move (each from the value the server had), so a write is visible only once it is on the
 server. A draft's creation and a write of its resources are checked against the mirror with the
 handle's lock held but push after letting it go, so that writers in several threads push at
-once, their changes joined into a few pushes per mirror at a time (`Mirror.push_together`);
+once, their changes joined into one push per mirror at a time (`Mirror.push_together`);
 every other write pushes with the lock held. When the server moved first (a lost lease), the
 mirror is fetched and the whole operation runs again on what is there now, up to PUSH_ATTEMPTS
 times, then Conflict; a value the caller brought (the draft it read) that is no longer the

@@ -31,6 +31,10 @@ USER_AGENT = "porchkit-reconcile"
 # the caller's thread; here only failed connection attempts are retried.
 RETRIES = urllib3.Retry(total=3, connect=3, read=0, status=0, backoff_factor=0.1, respect_retry_after_header=False,
                         raise_on_status=False)
+# Connections kept open to the API server. The client's default (5 per CPU) is below what one
+# manager has in flight on a small machine (the PackageVariant controller alone runs 32 workers,
+# and every informer holds a watch), and a full pool drops a connection after each request.
+POOL_SIZE = 64
 TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError, OpenApiException)
 
 
@@ -41,6 +45,7 @@ class Transport:
         config = copy.deepcopy(configuration)
         if config.retries is None:
             config.retries = RETRIES
+        config.connection_pool_maxsize = max(config.connection_pool_maxsize or 0, POOL_SIZE)
         self._api = ApiClient(config)
         self._api.user_agent = USER_AGENT
         self._timeout = timeout  # (connect, read) seconds
