@@ -17,12 +17,10 @@ import argparse
 import sys
 from typing import IO
 
-import yaml
-
 from decorators.local import LocalError, Preview, reconcile_manifests
 from reconcile.errors import ReconcileError
 from reconcile.hooks import parse_resolve
-from reconcile.manifests import add_local_arguments, in_key_order, start_local_run
+from reconcile.manifests import add_local_arguments, in_key_order, start_local_run, write_manifests
 
 USER_ERRORS: tuple[type[BaseException], ...] = (LocalError, ReconcileError)
 
@@ -72,5 +70,4 @@ def print_table(preview: Preview, out: IO[str]) -> None:
 def print_yaml(preview: Preview, out: IO[str]) -> None:
     documents = [obj for _, obj in in_key_order(preview.targets)]
     documents += [obj for _, obj in in_key_order(preview.attachments) if obj is not None]
-    yaml.dump_all(documents, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
-                  explicit_start=True)
+    write_manifests(documents, out)

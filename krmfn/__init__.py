@@ -14,8 +14,8 @@ or `kpt fn render --allow-exec`:
     if __name__ == "__main__":
         krmfn.run(set_team)
 
-Layout: `resourcelist` reads and writes the ResourceList without YAML corruption (`yamlio` and
-the private `_scalars`, `_blockparse`, `_libyaml`, `_shape`, `_splice` and `_emit` behind it); `results`,
+Layout: `resourcelist` reads and writes the ResourceList without YAML corruption (on
+`krmyaml.roundtrip`, porchkit's one YAML layer; `yamlio` hands its load and dump to functions); `results`,
 `config`, `selection` and `annotations` are the helpers a function uses; `runner` is the process
 contract with kpt; `testing` holds golden-directory and real-kpt helpers for pytest (import it
 explicitly); `cli` mounts porchkit's own functions under `porchkit fn`. See docs/krmfn.md.

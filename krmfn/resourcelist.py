@@ -10,8 +10,8 @@ Writing always produces block-style YAML with an `items` list (`items: []` when 
 empty output would make kpt delete every file of the package, spec §2.2), then the
 `functionConfig` and the results. Items keep the order the function left them in. An item the
 function did not change is written back as the text it was read from; a changed one is spliced
-from its original lines and new ones for what changed (`_splice.py`), and a new one is written
-by `_emit.py`. kpt's opaque annotations are restored if the function lost them
+from its original lines and new ones for what changed (krmyaml's splicer), and a new one is
+written by krmyaml's emitter. kpt's opaque annotations are restored if the function lost them
 (`annotations.py`).
 """
 
@@ -25,12 +25,14 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from krmfn import annotations as kpt_annotations
-from krmfn import yamlio
-from krmfn._emit import emit_block
-from krmfn._shape import Shape
-from krmfn._splice import splice_block
 from krmfn.errors import InputError, OutputError, YamlError
 from krmfn.results import Result
+from krmyaml import roundtrip as yamlio
+from krmyaml._emit import emit_block
+from krmyaml._shape import Shape
+from krmyaml._splice import splice_block
+from krmyaml.errors import UnwritableValue
+from krmyaml.errors import YamlError as UnreadableYaml
 
 ModelT = TypeVar("ModelT")
 API_VERSION = "config.kubernetes.io/v1"
@@ -123,7 +125,11 @@ def read(data: bytes | str) -> ResourceList:
         try:
             return _read_block(text)
         except _WholeDocument:
+            pass
+        try:
             return _read_whole(text)
+        except UnreadableYaml as err:
+            raise YamlError(err.message, where=err.where) from None
 
 
 @contextmanager
@@ -170,7 +176,7 @@ def _read_block(text: str) -> ResourceList:
             continue
         try:
             value, original = yamlio.read_chunk(lines, rows, start, stop)
-        except YamlError:
+        except UnreadableYaml:
             raise _WholeDocument from None
         if not isinstance(value, dict) or len(value) != 1:
             raise _WholeDocument
@@ -240,7 +246,7 @@ def _read_items(
     for chunk_start, chunk_stop in zip(bounds, bounds[1:], strict=False):
         try:
             value, original = yamlio.read_chunk(lines, rows, chunk_start, chunk_stop)
-        except YamlError:
+        except UnreadableYaml:
             raise _WholeDocument from None
         if not isinstance(value, list) or len(value) != 1:
             raise _WholeDocument
@@ -270,7 +276,7 @@ def _read_section_value(
 ) -> Any:
     try:
         value, _ = yamlio.read_chunk(lines, rows, start, stop)
-    except YamlError:
+    except UnreadableYaml:
         raise _WholeDocument from None
     if not isinstance(value, dict) or list(value) != [key]:
         raise _WholeDocument
@@ -286,9 +292,7 @@ def _first_content_line(lines: list[str], start: int, stop: int) -> int | None:
 
 
 def _read_whole(text: str) -> ResourceList:
-    from yaml.nodes import MappingNode, ScalarNode, SequenceNode
-
-    from krmfn import _libyaml
+    from krmyaml import _libyaml  # PyYAML only for what the line parser cannot read
 
     node = _libyaml.compose(text)
     if node is None:
@@ -296,20 +300,19 @@ def _read_whole(text: str) -> ResourceList:
     document = _libyaml.construct(node, text)
     rl = _resource_list(document)
     source = _Source()
-    if isinstance(node, MappingNode):
-        for key_node, value_node in node.value:
-            if isinstance(key_node, ScalarNode) and key_node.value == "items" and isinstance(value_node, SequenceNode):
-                for item, item_node in zip(rl.items, value_node.value, strict=True):
-                    source.remember(item, _node_original(item_node, text, (0,), item))
-            elif isinstance(key_node, ScalarNode) and key_node.value == "functionConfig":
-                original = _node_original(value_node, text, ("functionConfig",), rl.function_config)
-                source.function_config = (rl.function_config, original)
+    for key, value_node in _libyaml.entries(node):
+        if key == "items" and (item_nodes := _libyaml.elements(value_node)) is not None:
+            for item, item_node in zip(rl.items, item_nodes, strict=True):
+                source.remember(item, _node_original(item_node, text, (0,), item))
+        elif key == "functionConfig":
+            original = _node_original(value_node, text, ("functionConfig",), rl.function_config)
+            source.function_config = (rl.function_config, original)
     rl._source = source
     return rl
 
 
 def _node_original(node: Any, text: str, path: tuple[Any, ...], value: Any) -> yamlio.Original:
-    from krmfn import _libyaml
+    from krmyaml import _libyaml
 
     def factory() -> Shape:
         shape = Shape()
@@ -398,7 +401,10 @@ def write(rl: ResourceList) -> str:
     nothing has been written anywhere (the caller decides what to emit instead).
     """
     with _no_cyclic_gc():
-        return _write(rl)
+        try:
+            return _write(rl)
+        except UnwritableValue as err:
+            raise OutputError(err.message, where=err.where) from None
 
 
 def _write(rl: ResourceList) -> str:
@@ -412,8 +418,8 @@ def _write(rl: ResourceList) -> str:
                 raise OutputError(f"items[{index}] is {_describe(item)}, not a mapping")
             try:
                 lines.extend(_item_lines(item, source, indent))
-            except OutputError as err:
-                raise err.at(f"items[{index}] {_name_of(item)}") from None
+            except UnwritableValue as err:
+                raise OutputError(err.message, where=err.where).at(f"items[{index}] {_name_of(item)}") from None
     else:
         lines.append("items: []")
     if rl.function_config is not None:

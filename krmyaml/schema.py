@@ -25,7 +25,7 @@ from typing import IO, Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from krmyaml.errors import YamlError
+from krmyaml.errors import UnwritableValue, YamlError
 
 MIN_ALIAS_BUDGET = 100_000
 ALIAS_BUDGET_PER_CHAR = 20
@@ -130,9 +130,20 @@ def load_all(text: str, source: str = "") -> list[Any]:
         raise YamlError(f"invalid YAML: {TOO_DEEP}", where=source) from None
 
 
-def dump_all(documents: Iterable[Any], stream: IO[str]) -> None:
+def dump_all(documents: Iterable[Any], stream: IO[str], *, explicit_start: bool = False) -> None:
+    """Block-style YAML in the keys' own order, strings quoted where a YAML 1.1 or 1.2 reader would
+    take them for something else, long lines never folded; `explicit_start` puts `---` before each."""
     yaml.dump_all(documents, stream, Dumper=Dumper, default_flow_style=False, sort_keys=False,
-                  allow_unicode=True, width=4096)
+                  allow_unicode=True, width=4096, explicit_start=explicit_start)
+
+
+def dump(value: Any) -> str:
+    """One document, as `dump_all` writes it; UnwritableValue for a value it cannot represent."""
+    try:
+        return yaml.dump(value, Dumper=Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True,
+                         width=4096)
+    except yaml.YAMLError as err:
+        raise UnwritableValue(" ".join(str(err).split())) from None
 
 
 def _documents(text: str) -> Iterator[Any]:

@@ -18,12 +18,10 @@ import sys
 from collections.abc import Sequence
 from typing import IO, Any
 
-import yaml
-
 from mapctl.local import Preview, reconcile_manifests
 from reconcile.errors import ReconcileError
 from reconcile.hooks import parse_resolve
-from reconcile.manifests import add_local_arguments, in_key_order, start_local_run
+from reconcile.manifests import add_local_arguments, in_key_order, start_local_run, write_manifests
 
 USER_ERRORS: tuple[type[BaseException], ...] = (ReconcileError,)
 
@@ -69,8 +67,7 @@ def print_table(preview: Preview, out: IO[str]) -> None:
 def print_yaml(preview: Preview, out: IO[str]) -> None:
     documents = [obj for _, obj in in_key_order(preview.outputs) if obj is not None]
     documents += [obj for _, obj in in_key_order(preview.parents)]
-    yaml.dump_all(documents, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
-                  explicit_start=True)
+    write_manifests(documents, out)
 
 
 def _input(key: Any) -> str:

@@ -8,7 +8,7 @@ The pure parts, plain dicts in and out (docs/porchvariant.md is the guide):
 * the mutations a PackageVariant makes to a package given as `{path: text}`:
   `apply_package_context` (package_context.py), `edit_kptfile_pipeline` (kptfile_pipeline.py),
   `inject` (injection.py), and `apply_mutations`, all three in Porch's order (mutations.py), on
-  comment-preserving YAML text editing (yamltext.py);
+  comment-preserving YAML text editing (textedit.py);
 * PackageVariantSet rendering: `render_package_variants` (render.py) over CEL templates
   compiled once (cel.py, on cel-expr-python or, where it has no wheel, cel-python).
 

@@ -27,8 +27,7 @@ import sys
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-import yaml
-
+import krmyaml
 from porchvariant.errors import PorchVariantError
 from porchvariant.manifests import Manifest, read_manifests
 from porchvariant.porch_flags import add_git_arguments, remote_settings, renderer
@@ -97,8 +96,7 @@ def reconcile_files(args: argparse.Namespace) -> int:
 
 
 def _dump(documents: Sequence[dict[str, Any]], out: IO[str]) -> None:
-    yaml.dump_all(documents, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
-                  explicit_start=True)
+    krmyaml.dump_all(documents, out, explicit_start=True)
 
 
 def print_changes(changes: Sequence[RevisionChange], out: IO[str]) -> None:

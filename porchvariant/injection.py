@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from porchvariant import yamltext
+from krmyaml import textedit
 from porchvariant.errors import MutationError
 
 __all__ = ["CONFIG_INJECTION", "INJECTED_RESOURCE", "inject", "injection_point_types", "record_in_kptfile"]
@@ -49,7 +49,7 @@ class _Point:
     """One injection point and what happened to it."""
 
     file: str
-    document: int  # position in yamltext.split_documents(file text)
+    document: int  # position in textedit.split_documents(file text)
     obj: dict[str, Any]
     condition_type: str
     required: bool = False
@@ -111,8 +111,8 @@ def _find_points(resources: Mapping[str, str]) -> list[_Point]:
         if not _is_resource_file(file) or CONFIG_INJECTION not in text:
             continue
         try:
-            objects = yamltext.load_objects(text)
-        except yamltext.YamlTextError as err:
+            objects = textedit.load_objects(text)
+        except textedit.YamlTextError as err:
             raise MutationError(f"{file}: {err}") from err
         for document, obj in objects:
             annotations = _metadata(obj).get("annotations")
@@ -200,21 +200,21 @@ def _condition(point: _Point) -> dict[str, str]:
 
 def _write_injected(text: str, points: list[_Point]) -> str:
     """The file with each point's field and annotation set; `text` itself if all were so already."""
-    documents = yamltext.split_documents(text)
-    style = yamltext.detect_style(text)
+    documents = textedit.split_documents(text)
+    style = textedit.detect_style(text)
     for point in points:
         annotations = _metadata(point.obj).get("annotations") or {}
         if (annotations.get(INJECTED_RESOURCE) == point.injected_name
-                and yamltext.same_data(point.obj.get(point.injected_field), point.injected_value)):
+                and textedit.same_data(point.obj.get(point.injected_field), point.injected_value)):
             continue
 
         def edit(obj: Any, point: _Point = point) -> None:
-            yamltext.set_key(obj, point.injected_field, point.injected_value, before=("status",))
-            yamltext.set_key(obj["metadata"]["annotations"], INJECTED_RESOURCE, point.injected_name)
+            textedit.set_key(obj, point.injected_field, point.injected_value, before=("status",))
+            textedit.set_key(obj["metadata"]["annotations"], INJECTED_RESOURCE, point.injected_name)
 
         try:
-            documents[point.document] = yamltext.edit_document(documents[point.document], edit, style=style)
-        except yamltext.YamlTextError as err:
+            documents[point.document] = textedit.edit_document(documents[point.document], edit, style=style)
+        except textedit.YamlTextError as err:
             raise MutationError(f"{point.file}: {err}") from err
     new_text = "".join(documents)
     return text if new_text == text else new_text
@@ -224,8 +224,8 @@ def record_in_kptfile(text: str, conditions: list[dict[str, str]], gates: list[d
     """The Kptfile with the gates added and the conditions upserted (Porch's
     setInjectionPointConditionsAndGates); `text` itself if it had them all already."""
     try:
-        objects = yamltext.load_objects(text)
-    except yamltext.YamlTextError as err:
+        objects = textedit.load_objects(text)
+    except textedit.YamlTextError as err:
         raise MutationError(f"{KPTFILE}: {err}") from err
     if len(objects) != 1:
         raise MutationError(f'failed to parse "{KPTFILE}" of PackageRevisionResources {prr}: '
@@ -241,7 +241,7 @@ def record_in_kptfile(text: str, conditions: list[dict[str, str]], gates: list[d
     condition_plan = _condition_plan(old_conditions, conditions)
     gates_done = not gate_plan or [g.get("conditionType") for g in old_gates] == [g["conditionType"]
                                                                                   for _, g in gate_plan]
-    conditions_done = not condition_plan or yamltext.same_data(old_conditions, [c for _, c in condition_plan])
+    conditions_done = not condition_plan or textedit.same_data(old_conditions, [c for _, c in condition_plan])
     if gates_done and conditions_done:
         return text
 
@@ -253,8 +253,8 @@ def record_in_kptfile(text: str, conditions: list[dict[str, str]], gates: list[d
             _put_list(data, "status", "conditions", condition_plan, before=(), inner_before=())
 
     try:
-        return yamltext.edit_file_document(text, document, edit)
-    except yamltext.YamlTextError as err:
+        return textedit.edit_file_document(text, document, edit)
+    except textedit.YamlTextError as err:
         raise MutationError(f"{KPTFILE}: {err}") from err
 
 
@@ -294,17 +294,17 @@ def _put_list(
     inner_before: tuple[str, ...],
 ) -> None:
     if not isinstance(data.get(section), Mapping):
-        yamltext.set_key(data, section, {}, before=before)
+        textedit.set_key(data, section, {}, before=before)
     holder = data[section]
     current = holder.get(key)
     if not isinstance(current, list):
-        yamltext.set_key(holder, key, [entry for _, entry in plan], before=inner_before)
+        textedit.set_key(holder, key, [entry for _, entry in plan], before=inner_before)
         return
     for index, entry in plan:
         if index is not None:
             for name, value in entry.items():
-                yamltext.set_key(current[index], name, value)
-    yamltext.replace_items(current, [(index, None) if index is not None else (None, entry) for index, entry in plan])
+                textedit.set_key(current[index], name, value)
+    textedit.replace_items(current, [(index, None) if index is not None else (None, entry) for index, entry in plan])
 
 
 # --- small readers ----------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from porchvariant import yamltext
+from krmyaml import textedit
 from porchvariant.errors import MutationError
 
 __all__ = ["edit_kptfile_pipeline", "is_variant_function", "variant_function_name"]
@@ -72,10 +72,10 @@ def edit_kptfile_pipeline(
     lists of functions with string names. `prr` (`<ns>/<name>`) is for the messages.
     """
     try:
-        objects = yamltext.load_objects(kptfile_text)
+        objects = textedit.load_objects(kptfile_text)
         if len(objects) != 1:
-            raise yamltext.YamlTextError(f"expected exactly one object, got {len(objects)}")
-    except yamltext.YamlTextError as err:
+            raise textedit.YamlTextError(f"expected exactly one object, got {len(objects)}")
+    except textedit.YamlTextError as err:
         raise MutationError(f'failed to parse "Kptfile" of PackageRevisionResources {prr}: {err}') from err
     index, kptfile = objects[0]
 
@@ -89,8 +89,8 @@ def edit_kptfile_pipeline(
         _apply(data, wanted)
 
     try:
-        return yamltext.edit_file_document(kptfile_text, index, edit)
-    except yamltext.YamlTextError as err:
+        return textedit.edit_file_document(kptfile_text, index, edit)
+    except textedit.YamlTextError as err:
         raise MutationError(f'failed to parse "Kptfile" of PackageRevisionResources {prr}: {err}') from err
 
 
@@ -145,23 +145,23 @@ def _already_so(kptfile: dict[str, Any], wanted: dict[str, list[tuple[int | None
     if not isinstance(current, dict):
         return False
     return all(
-        (field not in current) if not items else yamltext.same_data(current.get(field), [entry for _, entry in items])
+        (field not in current) if not items else textedit.same_data(current.get(field), [entry for _, entry in items])
         for field, items in wanted.items()
     )
 
 
 def _apply(kptfile: Any, wanted: dict[str, list[tuple[int | None, Any]]]) -> None:
     if not any(wanted.values()):
-        yamltext.remove_key(kptfile, "pipeline")
+        textedit.remove_key(kptfile, "pipeline")
         return
     if not isinstance(kptfile.get("pipeline"), Mapping):
         # a missing pipeline goes where kpt puts it; one that is not a mapping is replaced, as Porch does
-        yamltext.set_key(kptfile, "pipeline", {}, before=("inventory", "status"))
+        textedit.set_key(kptfile, "pipeline", {}, before=("inventory", "status"))
     pipeline = kptfile["pipeline"]
     for position, (field, items) in enumerate(wanted.items()):
         if not items:
-            yamltext.remove_key(pipeline, field)
+            textedit.remove_key(pipeline, field)
         elif isinstance(pipeline.get(field), list):
-            yamltext.replace_items(pipeline[field], [(i, None) if i is not None else (None, e) for i, e in items])
+            textedit.replace_items(pipeline[field], [(i, None) if i is not None else (None, e) for i, e in items])
         else:
-            yamltext.set_key(pipeline, field, [entry for _, entry in items], before=FIELDS[position + 1:])
+            textedit.set_key(pipeline, field, [entry for _, entry in items], before=FIELDS[position + 1:])

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from porchvariant import yamltext
+from krmyaml import textedit
 from porchvariant.injection import KPTFILE, inject
 from porchvariant.kptfile_pipeline import edit_kptfile_pipeline
 from porchvariant.package_context import apply_package_context
@@ -84,8 +84,8 @@ def resources_changed(old: Mapping[str, str], new: Mapping[str, str]) -> bool:
 
 def _same_kptfile(a: str, b: str) -> bool:
     try:
-        return yamltext.same_data(_without_zeros(_objects(a)), _without_zeros(_objects(b)))
-    except yamltext.YamlTextError:
+        return textedit.same_data(_without_zeros(_objects(a)), _without_zeros(_objects(b)))
+    except textedit.YamlTextError:
         return False
 
 
@@ -100,4 +100,4 @@ def _without_zeros(value: Any) -> Any:
 
 
 def _objects(text: str) -> list[dict[str, Any]]:
-    return [obj for _, obj in yamltext.load_objects(text)]
+    return [obj for _, obj in textedit.load_objects(text)]

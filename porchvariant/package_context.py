@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from porchvariant import yamltext
+from krmyaml import textedit
 from porchvariant.errors import MutationError
 
 __all__ = ["CONTEXT_CONFIGMAP", "PACKAGE_CONTEXT_FILE", "apply_package_context"]
@@ -51,21 +51,21 @@ def apply_package_context(spec: Mapping[str, Any], resources: Mapping[str, str],
     wanted = {**data, **to_set}
     for key in to_remove:
         wanted.pop(key, None)
-    if yamltext.same_data(wanted, data):
+    if textedit.same_data(wanted, data):
         return out
 
     def edit(configmap: Any) -> None:
         if not isinstance(configmap["data"], Mapping):
-            yamltext.set_key(configmap, "data", {})  # a null `data:`
+            textedit.set_key(configmap, "data", {})  # a null `data:`
         node = configmap["data"]
         for key, value in to_set.items():
-            yamltext.set_key(node, key, value)
+            textedit.set_key(node, key, value)
         for key in to_remove:
-            yamltext.remove_key(node, key)
+            textedit.remove_key(node, key)
 
     try:
-        out[PACKAGE_CONTEXT_FILE] = yamltext.edit_file_document(text, index, edit)
-    except yamltext.YamlTextError as err:
+        out[PACKAGE_CONTEXT_FILE] = textedit.edit_file_document(text, index, edit)
+    except textedit.YamlTextError as err:
         raise _unparsable(prr, err) from err
     return out
 
@@ -73,10 +73,10 @@ def apply_package_context(spec: Mapping[str, Any], resources: Mapping[str, str],
 def _context_data(text: str, prr: str) -> tuple[int, dict[str, Any]]:
     """The position of the context ConfigMap's document in the file, and its `data`."""
     try:
-        objects = yamltext.load_objects(text)
+        objects = textedit.load_objects(text)
         if len(objects) != 1:
-            raise yamltext.YamlTextError(f"expected exactly one object, got {len(objects)}")
-    except yamltext.YamlTextError as err:
+            raise textedit.YamlTextError(f"expected exactly one object, got {len(objects)}")
+    except textedit.YamlTextError as err:
         raise _unparsable(prr, err) from err
     index, configmap = objects[0]
     if configmap.get("kind") != "ConfigMap":
@@ -99,5 +99,5 @@ def _context_data(text: str, prr: str) -> tuple[int, dict[str, Any]]:
     return index, data
 
 
-def _unparsable(prr: str, err: yamltext.YamlTextError) -> MutationError:
+def _unparsable(prr: str, err: textedit.YamlTextError) -> MutationError:
     return MutationError(f'failed to parse "{PACKAGE_CONTEXT_FILE}" of PackageRevisionResources {prr}: {err}')

@@ -29,9 +29,9 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
-from krmyaml import YamlError, read_documents
+from krmyaml import YamlError, dump_all, read_documents
 from reconcile import objects
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey
 from reconcile.embedded import EmbeddedCluster
@@ -118,6 +118,11 @@ def embedded_with(crd: Obj,
     loaded = load_manifests(cluster, manifests,
                             skip=lambda obj: Kind.of(obj) == CRD and objects.metadata(obj).get("name") == name)
     return cluster, loaded
+
+
+def write_manifests(objects: Iterable[Obj], out: IO[str]) -> None:
+    """Objects as a YAML stream a person or `kubectl apply -f -` can read, each after a `---`."""
+    dump_all(objects, out, explicit_start=True)
 
 
 def for_display(obj: Obj) -> Obj:

@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from krmyaml.textedit import same_data
 from porchvariant.embedded._merge_schema import ANY, ListKeys, Path, element_key
-from porchvariant.yamltext import same_data
 
 __all__ = ["MISSING", "merge", "same", "unchanged"]
 

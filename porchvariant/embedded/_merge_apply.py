@@ -1,6 +1,6 @@
 """Turning local's round-trip YAML data into the merged data, keeping what did not change.
 
-`apply` edits ruamel's data in place with yamltext's helpers, so that an entry whose value is
+`apply` edits krmyaml.textedit's round-trip data in place with its helpers, so that an entry whose value is
 unchanged keeps its place and its comments, and a changed scalar keeps its quoting and its line
 comment. List items are carried over to the merged list by identity: first an item with the same
 data, then a map with the same merge key (`_merge_schema`), then the map sharing most entries
@@ -15,27 +15,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
-
+from krmyaml.textedit import common_quoting, remove_key, replace_items, same_data, set_key, to_plain
 from porchvariant.embedded._merge_schema import ANY, ListKeys, Path, element_key
-from porchvariant.yamltext import remove_key, replace_items, same_data, set_key, to_plain
 
 __all__ = ["apply"]
 
 
 def apply(node: Any, merged: Any, list_keys: ListKeys, path: Path = ()) -> bool:
     """Make the map or list `node` hold `merged`, in place; False if it cannot (not the same type)."""
-    if isinstance(node, CommentedMap) and isinstance(merged, Mapping):
+    if isinstance(node, Mapping) and isinstance(merged, Mapping):
         _apply_map(node, merged, list_keys, path)
         return True
-    if isinstance(node, CommentedSeq) and isinstance(merged, list):
+    if isinstance(node, list) and isinstance(merged, list):
         _apply_seq(node, merged, list_keys, path)
         return True
     return False
 
 
-def _apply_map(node: CommentedMap, merged: Mapping[Any, Any], list_keys: ListKeys, path: Path) -> None:
+def _apply_map(node: Any, merged: Mapping[Any, Any], list_keys: ListKeys, path: Path) -> None:
     for key in [k for k in node if k not in merged]:
         remove_key(node, key)
     keys = list(merged)
@@ -47,10 +44,10 @@ def _apply_map(node: CommentedMap, merged: Mapping[Any, Any], list_keys: ListKey
         set_key(node, key, merged[key], before=keys[position + 1:])
 
 
-def _apply_seq(node: CommentedSeq, merged: list[Any], list_keys: ListKeys, path: Path) -> None:
+def _apply_seq(node: list[Any], merged: list[Any], list_keys: ListKeys, path: Path) -> None:
     old = [to_plain(item) for item in node]
     chosen = _match_items(old, merged, list_keys(path, [items for items in (old, merged) if items]))
-    quoting = _common_quoting(node)
+    quoting = common_quoting(node)
     replace_items(node, [(j, None if j is not None else value) for j, value in zip(chosen, merged, strict=True)])
     for i, value in enumerate(merged):
         if chosen[i] is not None:
@@ -89,10 +86,3 @@ def _match_items(old: list[Any], new: list[Any], keys: tuple[str, ...] | None) -
 
 def _shared_entries(a: Mapping[Any, Any], b: Mapping[Any, Any]) -> int:
     return sum(1 for key in a if key in b and same_data(a[key], b[key]))
-
-
-def _common_quoting(node: CommentedSeq) -> type[str] | None:
-    """The quoted-string type all of the list's strings are written in, if they agree on one."""
-    kinds = {type(item) for item in node if isinstance(item, str)}
-    kind = kinds.pop() if len(kinds) == 1 else None
-    return kind if kind in (DoubleQuotedScalarString, SingleQuotedScalarString) else None

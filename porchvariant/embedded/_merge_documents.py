@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from porchvariant import yamltext
+from krmyaml import textedit
 
 __all__ = ["UPSTREAM_IDENTIFIER", "Document", "Identity", "Piece", "YamlFile", "join", "read_file"]
 
@@ -49,7 +49,7 @@ class Document:
 
 @dataclass(frozen=True, slots=True)
 class YamlFile:
-    """A YAML file cut into pieces (`yamltext.split_documents`), and the documents in them."""
+    """A YAML file cut into pieces (`textedit.split_documents`), and the documents in them."""
 
     path: str
     text: str
@@ -67,8 +67,8 @@ class Piece:
 
 
 def read_file(path: str, text: str) -> YamlFile:
-    """The file's documents and their identities. Raises yamltext.YamlTextError."""
-    pieces = tuple(yamltext.split_documents(text))
+    """The file's documents and their identities. Raises textedit.YamlTextError."""
+    pieces = tuple(textedit.split_documents(text))
     documents = []
     seen: dict[tuple[str, str, str, str, str], int] = {}
     line = 1
@@ -85,11 +85,11 @@ def read_file(path: str, text: str) -> YamlFile:
 
 def _load(piece: str, line: int) -> list[Any]:
     try:
-        return yamltext.load_fast(piece, first_line=line)
-    except yamltext.YamlTextError:
+        return textedit.load_fast(piece, first_line=line)
+    except textedit.YamlTextError:
         raise
     except (ValueError, LookupError, TypeError) as err:  # PyYAML's constructors on a bad `!!bool x`, `!!float x`
-        raise yamltext.YamlTextError(f"yaml: document at line {line}: cannot construct a value: {err}") from err
+        raise textedit.YamlTextError(f"yaml: document at line {line}: cannot construct a value: {err}") from err
 
 
 def _identity(piece: str, data: Any) -> tuple[str, str, str, str]:

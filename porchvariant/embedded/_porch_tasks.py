@@ -17,9 +17,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlparse
 
-import yaml
-
-from porchvariant import yamltext
+from krmyaml import textedit
 from porchvariant.embedded import resource_merge
 
 KPTFILE = "Kptfile"
@@ -49,8 +47,8 @@ def kptfile_data(files: Mapping[str, str]) -> dict[str, Any]:
     if text is None:
         return {}
     try:
-        objects = yamltext.load_objects(text)
-    except yamltext.YamlTextError:
+        objects = textedit.load_objects(text)
+    except textedit.YamlTextError:
         return {}
     return objects[0][1] if objects else {}
 
@@ -78,14 +76,14 @@ def cloned(files: Mapping[str, str], upstream: Upstream, *, name: str | None = N
 
     def edit(data: Any) -> None:
         if name is not None:
-            yamltext.set_key(data["metadata"], "name", name)
-        yamltext.set_key(data, "upstream", {"type": "git", "git": git}, before=_UPSTREAM_BEFORE)
-        yamltext.set_key(data, "upstreamLock", {"type": "git", "git": {**git, "commit": upstream.commit}},
+            textedit.set_key(data["metadata"], "name", name)
+        textedit.set_key(data, "upstream", {"type": "git", "git": git}, before=_UPSTREAM_BEFORE)
+        textedit.set_key(data, "upstreamLock", {"type": "git", "git": {**git, "commit": upstream.commit}},
                          before=_LOCK_BEFORE)
 
     try:
-        kptfile = yamltext.edit_file_document(files[KPTFILE], 0, edit)
-    except (yamltext.YamlTextError, KeyError, TypeError) as err:
+        kptfile = textedit.edit_file_document(files[KPTFILE], 0, edit)
+    except (textedit.YamlTextError, KeyError, TypeError) as err:
         raise TaskError(f"cannot update the Kptfile: {err}") from err
     return {**files, KPTFILE: kptfile}
 
@@ -121,33 +119,26 @@ class Clones:
 def _renamed(text: str, name: str) -> str | None:
     """`text` with its first document's metadata.name set to `name`, only that scalar's characters
     rewritten; None unless that reads back as exactly the data wanted."""
-    documents = yamltext.split_documents(text)
+    documents = textedit.split_documents(text)
     first = documents[0]
     try:
-        data = next((d for d in yamltext.load_fast(first) if d is not None), None)
-        node = yaml.compose(first, Loader=yaml.CSafeLoader)  # its marks count characters, as str does
-    except (yamltext.YamlTextError, yaml.YAMLError):
+        data = next((d for d in textedit.load_fast(first) if d is not None), None)
+    except textedit.YamlTextError:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("metadata"), dict):
         return None
     if data["metadata"].get("name") == name:
         return text
-    value = _value_node(_value_node(node, "metadata"), "name")
-    if not isinstance(value, yaml.ScalarNode):
+    span = textedit.scalar_span(first, ("metadata", "name"))
+    if span is None:
         return None
-    edited = first[: value.start_mark.index] + _scalar(name) + first[value.end_mark.index :]
+    edited = first[: span[0]] + _scalar(name) + first[span[1] :]
     wanted = {**data, "metadata": {**data["metadata"], "name": name}}
     try:
-        exact = [d for d in yamltext.load_fast(edited) if d is not None] == [wanted]
-    except yamltext.YamlTextError:
+        exact = [d for d in textedit.load_fast(edited) if d is not None] == [wanted]
+    except textedit.YamlTextError:
         return None
     return edited + "".join(documents[1:]) if exact else None
-
-
-def _value_node(node: yaml.Node | None, key: str) -> yaml.Node | None:
-    if not isinstance(node, yaml.MappingNode):
-        return None
-    return next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
 
 
 def with_package_context(files: Mapping[str, str], package_path: str) -> dict[str, str]:
@@ -160,7 +151,7 @@ def with_package_context(files: Mapping[str, str], package_path: str) -> dict[st
     for path, text in files.items():
         if CONTEXT_NAME not in text or not path.endswith(_YAML_SUFFIXES) or posixpath.basename(path) == KPTFILE:
             continue
-        documents = yamltext.split_documents(text)
+        documents = textedit.split_documents(text)
         kept = [document for document in documents if not _is_package_context(document)]
         if len(kept) == len(documents):
             continue
@@ -183,8 +174,8 @@ def with_package_context(files: Mapping[str, str], package_path: str) -> dict[st
 
 def _is_package_context(document: str) -> bool:
     try:
-        found = yamltext.load_fast(document)
-    except yamltext.YamlTextError:
+        found = textedit.load_fast(document)
+    except textedit.YamlTextError:
         return False  # not YAML: not the generator's to drop
     return any(isinstance(data, dict) and data.get("apiVersion") == "v1" and data.get("kind") == "ConfigMap"
                and isinstance(data.get("metadata"), dict) and data["metadata"].get("name") == CONTEXT_NAME
@@ -193,8 +184,8 @@ def _is_package_context(document: str) -> bool:
 
 def _has_data(document: str) -> bool:
     try:
-        return any(data is not None for data in yamltext.load_fast(document))
-    except yamltext.YamlTextError:
+        return any(data is not None for data in textedit.load_fast(document))
+    except textedit.YamlTextError:
         return True
 
 
@@ -268,8 +259,8 @@ def _git(path: str, *args: str, check: bool = True) -> bytes | None:
 def _scalar(text: str) -> str:
     """`text` as a YAML scalar: plain when it reads back as that string, else double-quoted."""
     try:
-        plain = yamltext.load_fast(f"k: {text}\n")
-    except yamltext.YamlTextError:
+        plain = textedit.load_fast(f"k: {text}\n")
+    except textedit.YamlTextError:
         plain = None
     if plain == [{"k": text}]:
         return text

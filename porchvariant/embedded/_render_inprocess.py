@@ -6,7 +6,7 @@ image functions, subpackage pipelines and selectors need kpt, and a render that 
 with a RenderError saying so. The package is turned into a ResourceList as kpt builds one (reader
 annotations `path` and `index` on every item, the functionConfig from `configMap` or
 `configPath`), each function gets a copy of the items, and afterwards only the files whose
-objects changed are written again, through yamltext, so that comments and layout stay. A
+objects changed are written again, through krmyaml.textedit, so that comments and layout stay. A
 function that raises, returns an error result or returns something that is not a ResourceList of
 KRM resources fails the render as kpt would fail it.
 """
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from porchvariant import yamltext
+from krmyaml import textedit
 from porchvariant.embedded._render_pipeline import KPTFILE, Function, Obj, RenderError, result_list, safe_path
 
 InProcessFunction = Callable[[Obj], Obj]
@@ -166,15 +166,15 @@ class _Package:
             if not (posixpath.basename(path) == KPTFILE or path.endswith(_RESOURCE_SUFFIXES)):
                 continue
             try:
-                objects = yamltext.load_objects(files[path])
-            except yamltext.YamlTextError as err:
+                objects = textedit.load_objects(files[path])
+            except textedit.YamlTextError as err:
                 raise RenderError(f"cannot render: {path}: {err}") from err
             for _, obj in objects:
                 if problem := _krm_problem(obj):
                     raise RenderError("cannot render: input resource list must contain only KRM resources: "
                                       f"{path}: resource must have {problem}")
             if objects:
-                resources[safe_path(path)] = _File(files[path], yamltext.split_documents(files[path]), objects)
+                resources[safe_path(path)] = _File(files[path], textedit.split_documents(files[path]), objects)
         return cls(files, resources)
 
     def items(self) -> list[Obj]:
@@ -216,7 +216,7 @@ class _Package:
     def _file_text(self, path: str, placed: list[tuple[int, Obj]], appended: list[Obj], objects: list[Obj]) -> str:
         file = self.resources.get(path)
         if file is not None and len(objects) == len(file.objects) and all(
-            yamltext.same_data(new, _without_reader_annotations(copy.deepcopy(old)))
+            textedit.same_data(new, _without_reader_annotations(copy.deepcopy(old)))
             for new, (_, old) in zip(objects, file.objects, strict=True)
         ):
             return file.text
@@ -226,7 +226,7 @@ class _Package:
         for index, obj in placed:
             if file is not None and index < len(file.objects):
                 position, _ = file.objects[index]
-                pieces.append(yamltext.edit_document(file.documents[position], _sync(obj)))
+                pieces.append(textedit.edit_document(file.documents[position], _sync(obj)))
             else:
                 pieces.append(_fresh_document(obj))
         pieces.extend(_fresh_document(obj) for obj in appended)
@@ -247,14 +247,14 @@ def _krm_problem(obj: Obj) -> str:
 def _sync(new: Obj) -> Callable[[Any], None]:
     def edit(data: Any) -> None:
         for key in [k for k in data if k not in new]:
-            yamltext.remove_key(data, key)
+            textedit.remove_key(data, key)
         for key, value in new.items():
-            yamltext.set_key(data, key, value)
+            textedit.set_key(data, key, value)
     return edit
 
 
 def _fresh_document(obj: Obj) -> str:
-    return yamltext.edit_document("{}\n", _sync(obj))
+    return textedit.edit_document("{}\n", _sync(obj))
 
 
 def _join_documents(pieces: list[str]) -> str:

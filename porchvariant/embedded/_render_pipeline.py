@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from porchvariant import yamltext
+from krmyaml import textedit
 
 Obj = dict[str, Any]
 
@@ -52,8 +52,8 @@ def pipeline_functions(files: Mapping[str, str]) -> list[Function]:
     for path in sorted(p for p in files if posixpath.basename(p) == KPTFILE):
         package = posixpath.dirname(path)
         try:
-            documents = [d for d in yamltext.load_fast(files[path]) if d is not None]
-        except yamltext.YamlTextError as err:
+            documents = [d for d in textedit.load_fast(files[path]) if d is not None]
+        except textedit.YamlTextError as err:
             raise RenderError(f"cannot render: {path}: {err}") from err
         if not documents:
             continue

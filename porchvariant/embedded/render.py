@@ -42,9 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-import yaml
-
-from porchvariant import yamltext
+import krmyaml
+from krmyaml import textedit
 from porchvariant.embedded._render_inprocess import InProcessFunction, render_in_process
 from porchvariant.embedded._render_pipeline import (
     KPTFILE,
@@ -206,8 +205,8 @@ def _render_with_kpt(
 
 def _package_dir_name(files: Mapping[str, str]) -> str:
     try:
-        name = (yamltext.load_fast(files.get(KPTFILE, "")) or [None])[0]["metadata"]["name"]
-    except (yamltext.YamlTextError, TypeError, KeyError, IndexError):
+        name = (textedit.load_fast(files.get(KPTFILE, "")) or [None])[0]["metadata"]["name"]
+    except (textedit.YamlTextError, TypeError, KeyError, IndexError):
         name = None
     return name if isinstance(name, str) and _SAFE_DIR_NAME.match(name) and name != "results" else "package"
 
@@ -270,8 +269,9 @@ def _run(argv: list[str], *, cwd: str, timeout: float, env: Mapping[str, str] | 
 
 def _read_results(results_dir: Path) -> Obj | None:
     try:
-        data = yaml.safe_load((results_dir / "results.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        path = results_dir / "results.yaml"
+        data = (krmyaml.load_all(path.read_text(encoding="utf-8"), str(path)) or [None])[0]
+    except (OSError, UnicodeDecodeError, krmyaml.YamlError):
         return None
     if not isinstance(data, dict):
         return None

@@ -26,7 +26,7 @@ What it does, file by file:
 
 Text: a file the merge does not change comes back byte for byte; in a changed file only the
 documents whose data changed are rewritten, keeping comments, key order, quoting and indentation
-(`porchvariant.yamltext`, `_merge_apply`). New keys go before the key that follows them upstream.
+(`krmyaml.textedit`, `_merge_apply`). New keys go before the key that follows them upstream.
 
 Deliberate differences from kpt 1.0.0-beta.56 (all but the first two change data):
 
@@ -60,9 +60,9 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
-from porchvariant import yamltext
+import krmyaml
+import krmyaml.schema
+from krmyaml import textedit
 from porchvariant.embedded._merge3 import MISSING, merge, same
 from porchvariant.embedded._merge_apply import apply
 from porchvariant.embedded._merge_documents import UPSTREAM_IDENTIFIER, Document, Piece, YamlFile, join, read_file
@@ -145,7 +145,7 @@ def _merge_kptfiles(original: Files, upstream: Files, local: Files) -> dict[str,
 def _read(side: str, path: str, text: str) -> YamlFile:
     try:
         return read_file(path, text)
-    except yamltext.YamlTextError as err:
+    except textedit.YamlTextError as err:
         raise MutationError(_message(side, path, err)) from err
 
 
@@ -235,7 +235,7 @@ class _NotApplicable(Exception):
 
 def _reads_as(text: str, data: Any) -> bool:
     try:
-        documents = [document for document in yamltext.load_fast(text) if document is not None]
+        documents = [document for document in textedit.load_fast(text) if document is not None]
     except (ValueError, LookupError, TypeError):
         return False
     return len(documents) == 1 and same(documents[0], data)
@@ -243,7 +243,7 @@ def _reads_as(text: str, data: Any) -> bool:
 
 def _edited_pieces(file: YamlFile, edits: list[tuple[Document, Any, ListKeys]]) -> list[str]:
     """The file's pieces, each (document, merged data, list keys) of `edits` written into its own."""
-    style = yamltext.detect_style(file.text)
+    style = textedit.detect_style(file.text)
     pieces = list(file.pieces)
     for doc, merged, list_keys in edits:
 
@@ -252,14 +252,14 @@ def _edited_pieces(file: YamlFile, edits: list[tuple[Document, Any, ListKeys]]) 
                 raise _NotApplicable
 
         try:
-            text = yamltext.edit_document(pieces[doc.index], edit, style=style)
+            text = textedit.edit_document(pieces[doc.index], edit, style=style)
         except _NotApplicable:
             head = "---\n" if pieces[doc.index].lstrip().startswith("---") else ""
             try:
-                text = head + yaml.safe_dump(merged, sort_keys=False, allow_unicode=True).removesuffix("...\n")
-            except yaml.YAMLError:
+                text = head + krmyaml.schema.dump(merged).removesuffix("...\n")
+            except krmyaml.UnwritableValue:
                 text = ""  # data PyYAML cannot write (an !!omap's pairs): refused just below
-        except yamltext.YamlTextError as err:
+        except textedit.YamlTextError as err:
             raise MutationError(_message("local", file.path, err)) from err
         if not _reads_as(text, merged):
             # Only exotic tags get here (an `!!omap` reads as a list of pairs but round-trips as a map).

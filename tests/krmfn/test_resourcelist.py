@@ -11,9 +11,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from krmfn import InputError, OutputError, ResourceList, YamlError, _libyaml, annotations, results, yamlio
-from krmfn._scalars import same_value
+from krmfn import InputError, OutputError, ResourceList, YamlError, annotations, results, yamlio
 from krmfn.resourcelist import read, write
+from krmyaml import _libyaml
+from krmyaml._scalars import same_value
 
 
 def item_named(rl: ResourceList, name: str, kind: str | None = None) -> dict[str, Any]:
@@ -301,7 +302,7 @@ def test_bad_input_is_one_clear_line(data: bytes, message: str) -> None:
 
 
 def test_invalid_yaml_names_the_line_of_the_whole_input() -> None:
-    with pytest.raises(YamlError, match=r"\(line 6, column 1\)"):
+    with pytest.raises(YamlError, match=r"^line 6, column 1: invalid YAML: "):
         read("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- a: 1\n- b: [1\n")
 
 

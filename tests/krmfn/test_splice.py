@@ -9,12 +9,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from krmfn import read_resource_list, write_resource_list, yamlio
-from krmfn._blockparse import Unsupported, parse_block
-from krmfn._emit import emit_block
-from krmfn._scalars import same_value
-from krmfn._shape import Shape
-from krmfn._splice import splice_block
+from krmfn import read_resource_list, write_resource_list
+from krmyaml import roundtrip as yamlio
+from krmyaml._blockparse import Unsupported, parse_block
+from krmyaml._emit import emit_block
+from krmyaml._scalars import same_value
+from krmyaml._shape import Shape
+from krmyaml._splice import splice_block
 
 HEADER = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
 DEPLOYMENT = """\

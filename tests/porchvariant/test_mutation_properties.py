@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from porchvariant import yamltext
+from krmyaml import textedit
 from porchvariant.mutations import apply_mutations
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -200,7 +200,7 @@ def test_a_file_whose_data_did_not_change_is_the_very_same_string(case: tuple) -
         if path.endswith(".md"):
             assert result.resources[path] is text
             continue
-        same = yamltext.same_data(yamltext.load_objects(text), yamltext.load_objects(result.resources[path]))
+        same = textedit.same_data(textedit.load_objects(text), textedit.load_objects(result.resources[path]))
         assert (result.resources[path] is text) is same, path
     assert result.changed is any(result.resources[path] is not files[path] for path in files)
 
@@ -220,15 +220,15 @@ def test_comments_on_what_stays_survive_every_mutation(case: tuple) -> None:
 def test_the_package_context_ends_up_as_set_then_removed(case: tuple) -> None:
     pv, files, cluster, _ = case
     result = apply_mutations(pv, files, cluster)
-    [(_, before)] = yamltext.load_objects(files["package-context.yaml"])
-    [(_, after)] = yamltext.load_objects(result.resources["package-context.yaml"])
+    [(_, before)] = textedit.load_objects(files["package-context.yaml"])
+    [(_, after)] = textedit.load_objects(result.resources["package-context.yaml"])
     context = pv["spec"]["packageContext"]
     wanted = {**(before["data"] or {}), **context["data"]}
     for key in context["removeKeys"]:
         wanted.pop(key, None)
-    if not any(yamltext.load_objects(text)[-1][1]["metadata"]["name"] == "kptfile.kpt.dev"
+    if not any(textedit.load_objects(text)[-1][1]["metadata"]["name"] == "kptfile.kpt.dev"
                for path, text in files.items() if path.startswith("cm-")):
-        assert yamltext.same_data(after["data"] or {}, wanted)
+        assert textedit.same_data(after["data"] or {}, wanted)
 
 
 @FAST
@@ -236,7 +236,7 @@ def test_the_package_context_ends_up_as_set_then_removed(case: tuple) -> None:
 def test_the_pipeline_holds_the_variant_functions_first_exactly_once(case: tuple) -> None:
     pv, files, cluster, _ = case
     result = apply_mutations(pv, files, cluster)
-    [(_, kptfile)] = yamltext.load_objects(result.resources["Kptfile"])
+    [(_, kptfile)] = textedit.load_objects(result.resources["Kptfile"])
     name = pv["metadata"]["name"]
     for field, functions in pv["spec"]["pipeline"].items():
         entries = (kptfile.get("pipeline") or {}).get(field) or []
@@ -256,9 +256,9 @@ def test_adding_a_key_to_a_commented_document_changes_nothing_else(data: st.Data
         tail -= 1
 
     def add_key(doc: Any) -> None:
-        yamltext.set_key(doc, "zzz", "1")
+        textedit.set_key(doc, "zzz", "1")
 
-    assert yamltext.edit_document(text, add_key) == "".join(lines[:tail]) + 'zzz: "1"\n' + "".join(lines[tail:])
+    assert textedit.edit_document(text, add_key) == "".join(lines[:tail]) + 'zzz: "1"\n' + "".join(lines[tail:])
 
 
 @FAST

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from porchvariant import yamltext
+from krmyaml import textedit
 from porchvariant.embedded.gitrepo import GitPackageRepository
 from porchvariant.embedded.porch import EmbeddedPorch
 from porchvariant.porch_client import PorchClient, clone_task
@@ -118,10 +118,10 @@ class Env:
 
 
 def kptfile_of(files: Mapping[str, str]) -> dict[str, Any]:
-    return yamltext.load_objects(files["Kptfile"])[0][1]
+    return textedit.load_objects(files["Kptfile"])[0][1]
 
 
 def configmap_data(files: Mapping[str, str]) -> dict[str, Any]:
-    return dict(yamltext.load_objects(files["cm.yaml"])[0][1]["data"])
+    return dict(textedit.load_objects(files["cm.yaml"])[0][1]["data"])
 
 

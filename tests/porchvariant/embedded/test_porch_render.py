@@ -18,7 +18,7 @@ import pytest
 
 from krmfn.inprocess import in_process_functions
 from krmfn.testing import kpt_binary
-from porchvariant import yamltext
+from krmyaml import textedit
 from porchvariant.embedded.gitrepo import GitPackageRepository
 from porchvariant.embedded.porch import ALLOW_EXEC_ANNOTATION, PUSH_ON_RENDER_FAILURE, RenderContext
 from porchvariant.embedded.render import PipelineRenderer
@@ -64,7 +64,7 @@ def services(files: Mapping[str, str]) -> dict[str, Any]:
     found = {}
     for path, text in files.items():
         if path.endswith(".yaml"):
-            for _, obj in yamltext.load_objects(text):
+            for _, obj in textedit.load_objects(text):
                 if obj.get("kind") == "Service":
                     found[path] = obj
     return found

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from porchvariant import yamltext
+from krmyaml import textedit
 from porchvariant.embedded import _porch_tasks as tasks
 from porchvariant.embedded.gitrepo import GitPackageRepository
 from porchvariant.porch_client import clone_task
@@ -29,7 +29,7 @@ UPSTREAM = tasks.Upstream("/repos/catalog.git", "web", "web/v1", "0" * 40)
 
 
 def context_data(text: str) -> dict[str, Any]:
-    [(_, obj)] = yamltext.load_objects(text)
+    [(_, obj)] = textedit.load_objects(text)
     assert (obj["kind"], obj["metadata"]["name"]) == ("ConfigMap", "kptfile.kpt.dev")
     assert obj["metadata"]["annotations"] == {"config.kubernetes.io/local-config": "true"}
     return dict(obj["data"])

@@ -16,9 +16,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from krmyaml.textedit import load_fast, same_data
 from porchvariant.embedded.resource_merge import merge_packages
 from porchvariant.errors import MutationError
-from porchvariant.yamltext import load_fast, same_data
 
 CASES_ROOT = Path(__file__).resolve().parents[3] / "testdata" / "porchvariant" / "upgrade"
 CASES = sorted(path.name for path in CASES_ROOT.iterdir() if (path / "expected").is_dir())

@@ -38,8 +38,8 @@ import pytest
 import yaml
 
 from krmfn.testing import kpt_binary
+from krmyaml.textedit import load_fast, same_data
 from porchvariant.embedded.resource_merge import merge_packages
-from porchvariant.yamltext import load_fast, same_data
 
 pytestmark = pytest.mark.kpt
 

@@ -17,7 +17,7 @@ Promises:
   scalar (`|`) are indented no deeper than its key (deeper, they would be read as its content);
   the comment of a sequence item that is now a block collection goes above its `-`.
 
-Leaves to yamltext.py: loading, dumping, and which entries an edit adds, removes or reorders.
+Leaves to textedit.py: loading, dumping, and which entries an edit adds, removes or reorders.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ empty `{}` item never runs the next item onto its line (a ruamel bug); a string 
 gets the file's preferred quote; a string this package adds that a YAML 1.1 reader (kubectl's
 sigs.k8s.io/yaml, PyYAML) would take for a boolean or number (`yes`, `on`, `n`, `12:30`) is
 quoted, as Go's yaml.v3 encoder, which Porch writes with, quotes it (`fresh_text` marks them).
-Leaves to yamltext.py: which documents are edited, and how; to _yamlcomments.py: comments.
+Leaves to textedit.py: which documents are edited, and how; to _editcomments.py: comments.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Anything else (multi-line flow collections, folded `>` scalars, anchors, aliases
 multi-line plain or quoted scalars, explicit `?` keys, tabs used as indentation, odd key
 characters) raises `Unsupported`, and the caller hands that text to libyaml (`_libyaml.py`).
 The subset is chosen so that whenever this parser accepts a text, libyaml reads the same value
-from it; the property tests in `tests/krmfn/test_blockparse.py` compare the two.
+from it; the property tests in `tests/krmyaml/test_blockparse.py` compare the two.
 
 Scalars are resolved by go-yaml's rules (`_scalars.resolve_plain`). Asked for a `Shape`, the
 same pass also records where each entry's lines are, for `_splice.py`.
@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from krmfn._scalars import resolve_plain
-from krmfn._shape import Path, Shape
+from krmyaml._scalars import resolve_plain
+from krmyaml._shape import Path, Shape
 
 
 class Unsupported(Exception):

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from krmfn import yamlio
-from krmfn._scalars import double_quoted, float_text, literal_ok, plain_safe, resolve_plain, same_value, scalar_text
+from krmyaml import roundtrip as yamlio
+from krmyaml._scalars import double_quoted, float_text, literal_ok, plain_safe, resolve_plain, same_value, scalar_text
 
 # go-yaml v3 `resolve("", text)` for a plain scalar (spec §2.3): YAML 1.2 core plus Go's ints.
 GO_YAML = [

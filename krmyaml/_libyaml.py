@@ -24,12 +24,12 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from krmfn._scalars import resolve_plain
-from krmfn._shape import Path, Shape
-from krmfn.errors import YamlError
+from krmyaml._scalars import resolve_plain
+from krmyaml._shape import Path, Shape
+from krmyaml.errors import YamlError
 
-_PLAIN = "krmfn:plain"
-_QUOTED = "krmfn:quoted"
+_PLAIN = "krmyaml:plain"
+_QUOTED = "krmyaml:quoted"
 _TAG = "tag:yaml.org,2002:"
 _STRING_TAGS = frozenset({_TAG + "str", _TAG + "binary", _TAG + "timestamp", "!"})
 _MERGE_TAGS = frozenset({_PLAIN, _TAG + "merge"})
@@ -54,15 +54,28 @@ def compose(text: str) -> Node | None:
         return yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = err.problem or err.context or "invalid YAML"
         if "maximum nesting depth" in problem:  # libyaml's own limit (PyYAML >= 6.0.4), in our words
             raise YamlError("invalid YAML: nested too deeply") from err
-        raise YamlError(f"invalid YAML: {problem}{where}") from err
+        raise YamlError(f"invalid YAML: {problem}", where=where) from err
     except yaml.YAMLError as err:
         raise YamlError(f"invalid YAML: {' '.join(str(err).split())}") from err
     except RecursionError as err:
         raise YamlError("invalid YAML: nested too deeply") from err
+
+
+def entries(node: Node) -> list[tuple[str | None, Node]]:
+    """A mapping node's entries as (the key's text, or None for a key that is no scalar; the value's
+    node); [] for any other node."""
+    if not isinstance(node, MappingNode):
+        return []
+    return [(key.value if isinstance(key, ScalarNode) else None, value) for key, value in node.value]
+
+
+def elements(node: Node) -> list[Node] | None:
+    """A sequence node's element nodes; None for any other node."""
+    return list(node.value) if isinstance(node, SequenceNode) else None
 
 
 def construct(node: Node, text: str, shape: Shape | None = None, *, path: Path = ()) -> Any:
@@ -109,10 +122,10 @@ class _Builder:
                 merges.append(value_node)
                 continue
             if not isinstance(key_node, ScalarNode):
-                raise YamlError(f"invalid YAML: a mapping key that is a collection{_where(key_node)}")
+                raise YamlError("invalid YAML: a mapping key that is a collection", where=_where(key_node))
             if key_node.value in lines:
                 raise YamlError(f'invalid YAML: mapping key "{key_node.value}" already defined at line '
-                                f"{lines[key_node.value]}{_where(key_node)}")
+                                f"{lines[key_node.value]}", where=_where(key_node))
             lines[key_node.value] = key_node.start_mark.line + 1
             key = _scalar(key_node)
             child = path + (key,)
@@ -127,7 +140,7 @@ class _Builder:
                 sources = merge.value if isinstance(merge, SequenceNode) else [merge]
                 for source in sources:
                     if not isinstance(source, MappingNode):
-                        raise YamlError(f"invalid YAML: a merge key needs a mapping{_where(source)}")
+                        raise YamlError("invalid YAML: a merge key needs a mapping", where=_where(source))
                     for key, value in self._mapping(source, path).items():
                         result.setdefault(key, value)
         finally:
@@ -170,11 +183,11 @@ def _scalar(node: ScalarNode) -> Any:
             return float(value)
         wanted = {"int": int, "float": float, "bool": bool}[kind]
         if type(value) is not wanted:
-            raise YamlError(f"invalid YAML: cannot read {text!r} as !!{kind}{_where(node)}")
+            raise YamlError(f"invalid YAML: cannot read {text!r} as !!{kind}", where=_where(node))
         return value
     return text  # an application tag (`!foo`): go-yaml keeps the text of an unknown scalar
 
 
 def _where(node: Node) -> str:
     mark = node.start_mark
-    return f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from krmfn._scalars import literal_ok, plain_safe, quoted, same_value, scalar_text
-from krmfn._shape import Path, Shape
-from krmfn.errors import OutputError
+from krmyaml._scalars import literal_ok, plain_safe, quoted, same_value, scalar_text
+from krmyaml._shape import Path, Shape
+from krmyaml.errors import UnwritableValue
 
 _MISSING: Any = object()
 _MAX_KEY = 1024  # YAML limits implicit keys to 1024 characters
@@ -32,7 +32,7 @@ def emit_block(value: dict[Any, Any] | list[Any], shape: Shape | None = None, *,
     """Lines of YAML for a non-empty mapping or sequence written in block style at `indent`.
 
     `shape`, when given, describes the same node as it was read (paths from this node's root).
-    Raises OutputError for a value YAML cannot carry (a set, an arbitrary object, a key that is
+    Raises UnwritableValue for a value YAML cannot carry (a set, an arbitrary object, a key that is
     a collection or longer than 1024 characters).
     """
     writer = Writer(shape)
@@ -146,18 +146,18 @@ class Writer:
                 return raw
             text = key if plain_safe(key, flow=flow) else quoted(key)
         elif isinstance(key, dict | list | tuple | set):
-            raise OutputError(f"a mapping key cannot be a {type(key).__name__}", where=_where(path[:-1]))
+            raise UnwritableValue(f"a mapping key cannot be a {type(key).__name__}", where=_where(path[:-1]))
         else:
             text = self.scalar(key, path, flow=flow)
         if len(text) > _MAX_KEY:
-            raise OutputError("a mapping key longer than 1024 characters", where=_where(path[:-1]))
+            raise UnwritableValue("a mapping key longer than 1024 characters", where=_where(path[:-1]))
         return text
 
     def scalar(self, value: Any, path: Path, *, flow: bool) -> str:
         try:
             return scalar_text(value, flow=flow)
         except (TypeError, ValueError) as err:
-            raise OutputError(str(err), where=_where(path)) from None
+            raise UnwritableValue(str(err), where=_where(path)) from None
 
 
 def _flow_safe(raw: str) -> bool:

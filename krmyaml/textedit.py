@@ -13,11 +13,11 @@ What this module promises:
   own, so the documents nobody touched keep their text byte for byte.
 * In a document that is written out again, every line the edit did not change is the line as it
   was (trailing whitespace, CRLF, tabs, alignment and all: _textmerge.py). The lines it did change
-  follow the file's style (_yamlstyle.py): its indentation, sequence style, spelling of null and
+  follow the file's style (_editstyle.py): its indentation, sequence style, spelling of null and
   preferred quote; long strings are never wrapped; a `---` line and anything after `...` are kept.
 * A comment on a line of its own belongs to the node after it (the last one in a block belongs to
   the block), so removing, adding or reordering entries with the helpers below takes each comment
-  along with the entry it describes (_yamlcomments.py does this bookkeeping on ruamel's structures).
+  along with the entry it describes (_editcomments.py does this bookkeeping on ruamel's structures).
 
 `load_fast` is the read-only path: libyaml through PyYAML's C loader, with the YAML 1.2 core schema
 that Go's yaml.v3 and ruamel.yaml use (`yes` and `on` are strings, `0o17` is an int, dates stay
@@ -46,9 +46,9 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
-import krmyaml
-from porchvariant import _textmerge, _yamlcomments, _yamlstyle
-from porchvariant._yamlstyle import Style, detect_style
+from krmyaml import _editcomments, _editstyle, _textmerge, schema
+from krmyaml._editstyle import Style, detect_style
+from krmyaml.errors import YamlError
 
 __all__ = [
     "Style",
@@ -67,19 +67,20 @@ __all__ = [
 ]
 
 
-class YamlTextError(ValueError):
-    """A text is not valid YAML. str() is one line, `yaml: line N: <problem>` as Go's yaml.v3 says it."""
+class YamlTextError(YamlError):
+    """A package file's text is not valid YAML. str() is one line, `yaml: line N: <problem>`, as Go's
+    yaml.v3 says it in Porch's messages, which PackageVariant conditions repeat."""
 
 
 # --- the fast, read-only path -----------------------------------------------------------------------
 
 
-class _PackageLoader(krmyaml.Loader):
+class _PackageLoader(schema.Loader):
     """krmyaml's reader, with `<<` an ordinary key: kpt edits a package's files as nodes, where a
     merge key is not resolved, and so does the round-trip path here."""
 
     yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in entries if tag != "tag:yaml.org,2002:merge"]
-                               for first, entries in krmyaml.Loader.yaml_implicit_resolvers.items()}
+                               for first, entries in schema.Loader.yaml_implicit_resolvers.items()}
 
 
 def load_fast(text: str, *, first_line: int = 1) -> list[Any]:
@@ -98,11 +99,28 @@ def load_fast(text: str, *, first_line: int = 1) -> list[Any]:
         raise YamlTextError(f"yaml: {TOO_DEEP}") from err
 
 
-TOO_DEEP = krmyaml.TOO_DEEP
+TOO_DEEP = schema.TOO_DEEP
 
 
 def _problem(problem: str | None) -> str:
     return TOO_DEEP if problem and "maximum nesting depth" in problem else str(problem)
+
+
+def scalar_span(document: str, keys: Sequence[str]) -> tuple[int, int] | None:
+    """Where the scalar at `keys` (mapping keys from the root) is written in `document`: its first
+    and past-the-end character offsets, quotes included; None if it is missing, not a scalar, or
+    the text is not YAML."""
+    try:
+        node = yaml.compose(document, Loader=yaml.CSafeLoader)  # marks count characters, as str does
+    except (yaml.YAMLError, RecursionError):
+        return None
+    for key in keys:
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        node = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+    if not isinstance(node, yaml.ScalarNode):
+        return None
+    return node.start_mark.index, node.end_mark.index
 
 
 # --- documents ----------------------------------------------------------------------------------------
@@ -231,16 +249,16 @@ class _Edited:
     @staticmethod
     def run(parts: _Parts, edit: Callable[[Any], None], style: Style) -> _Edited | None:
         """The edit's result in `style`, or None if it leaves the data as it was."""
-        engine = _yamlstyle.engine(style)
+        engine = _editstyle.engine(style)
         read, data = _load_round_trip(engine, parts)
         before = to_plain(data)
-        _yamlcomments.settle(data)
+        _editcomments.settle(data)
         unedited = _dump(engine, data)
         edit(data)
         after = to_plain(data)
         if same_data(before, after):
             return None
-        _yamlcomments.tidy(data)
+        _editcomments.tidy(data)
         return _Edited(read, unedited, _dump(engine, data))
 
 
@@ -293,7 +311,7 @@ def to_plain(node: Any) -> Any:
         return bool(node)
     if isinstance(node, bool | None):
         return node
-    if isinstance(node, _yamlstyle.WrittenNull):
+    if isinstance(node, _editstyle.WrittenNull):
         return None
     if isinstance(node, str):
         return str(node)
@@ -371,6 +389,14 @@ def replace_items(seq: list[Any], items: Sequence[tuple[int | None, Any]]) -> No
         seq.fa.set_block_style()
 
 
+def common_quoting(seq: list[Any]) -> Callable[[str], str] | None:
+    """What writes a new string as every string of `seq` is written, when they are all quoted
+    alike (all single or all double quotes); None otherwise."""
+    kinds = {type(item) for item in seq if isinstance(item, str)}
+    kind = kinds.pop() if len(kinds) == 1 else None
+    return kind if kind in (DoubleQuotedScalarString, SingleQuotedScalarString) else None
+
+
 def _merge(old: Any, new: Any) -> Any:
     """`new` as round-trip data, reusing the parts of `old` (with their comments) that equal it."""
     if same_data(to_plain(old), new):
@@ -392,7 +418,7 @@ def _merge(old: Any, new: Any) -> Any:
 
 def _fresh(value: Any, *, like: Any = None) -> Any:
     """Plain data as round-trip data; a string keeps the quoting of the string it replaces, and
-    is quoted where a YAML 1.1 reader would take it for something else (`_yamlstyle.fresh_text`)."""
+    is quoted where a YAML 1.1 reader would take it for something else (`_editstyle.fresh_text`)."""
     if isinstance(value, Mapping):
         out = CommentedMap()
         for key, item in value.items():
@@ -405,7 +431,7 @@ def _fresh(value: Any, *, like: Any = None) -> Any:
             return type(like)(value)
         if "\n" in value and _literal_ok(value):
             return (FoldedScalarString if isinstance(like, FoldedScalarString) else LiteralScalarString)(value)
-        return _yamlstyle.fresh_text(value)
+        return _editstyle.fresh_text(value)
     return value
 
 

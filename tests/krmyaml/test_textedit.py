@@ -1,4 +1,4 @@
-"""yamltext: editing YAML as text, so that what was not edited stays as it was written."""
+"""krmyaml.textedit: editing YAML as text, so that what was not edited stays as it was written."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import yaml
 
-from porchvariant import yamltext
-from porchvariant.yamltext import Style, YamlTextError, edit_document, remove_key, replace_items, set_key
+from krmyaml import textedit
+from krmyaml.textedit import Style, YamlTextError, edit_document, remove_key, replace_items, set_key
 
 
 def setting(key: str, value: Any, *path: str) -> Any:
@@ -161,7 +161,7 @@ def test_a_new_multi_line_string_is_a_literal_block() -> None:
     ("", Style()),
 ])
 def test_the_style_of_a_file_is_detected(text: str, style: Style) -> None:
-    assert yamltext.detect_style(text) == style
+    assert textedit.detect_style(text) == style
 
 
 # --- comments -------------------------------------------------------------------------------------------
@@ -194,7 +194,7 @@ def test_a_key_can_be_removed_from_a_mapping_that_is_merged_elsewhere() -> None:
 
 
 def test_a_merge_key_reads_as_a_key_as_go_and_the_fast_loader_see_it() -> None:
-    [data] = yamltext.load_fast("b: &b {x: 1}\nuse:\n  <<: *b\n")
+    [data] = textedit.load_fast("b: &b {x: 1}\nuse:\n  <<: *b\n")
     assert data["use"] == {"<<": {"x": 1}}
 
 
@@ -210,24 +210,24 @@ def test_a_merge_key_reads_as_a_key_as_go_and_the_fast_loader_see_it() -> None:
     "a: 1",
 ])
 def test_splitting_a_file_into_documents_loses_nothing(text: str) -> None:
-    documents = yamltext.split_documents(text)
+    documents = textedit.split_documents(text)
     assert "".join(documents) == text
-    assert all(len(yamltext.load_fast(document)) <= 1 for document in documents)
+    assert all(len(textedit.load_fast(document)) <= 1 for document in documents)
 
 
 def test_objects_are_numbered_by_their_document_and_empty_documents_are_skipped() -> None:
     text = "---\n# nothing\n---\na: 1\n---\nb: 2\n"
-    assert yamltext.load_objects(text) == [(1, {"a": 1}), (2, {"b": 2})]
+    assert textedit.load_objects(text) == [(1, {"a": 1}), (2, {"b": 2})]
 
 
 def test_an_object_that_is_not_a_mapping_is_an_error_naming_its_line() -> None:
     with pytest.raises(YamlTextError, match="failed to extract objects: document at line 2 is a sequence"):
-        yamltext.load_objects("a: 1\n---\n- x\n")
+        textedit.load_objects("a: 1\n---\n- x\n")
 
 
 def test_one_document_of_a_multi_document_file_is_edited_and_the_others_stay_byte_for_byte() -> None:
     text = "kind:  A   # one\r\n---\r\nkind: B\r\ndata:\r\n  x: 1\r\n...\r\n---\r\nkind:   C\n"
-    documents = yamltext.split_documents(text)
+    documents = textedit.split_documents(text)
     documents[1] = edit_document(documents[1], setting("z", 2, "data"))
     assert "".join(documents) == ("kind:  A   # one\r\n---\r\nkind: B\r\ndata:\r\n  x: 1\r\n  z: 2\r\n"
                                   "...\r\n---\r\nkind:   C\n")
@@ -242,7 +242,7 @@ def test_a_document_start_line_and_what_follows_the_end_marker_are_kept() -> Non
 
 
 def test_the_fast_loader_reads_the_yaml_1_2_core_schema() -> None:
-    [data] = yamltext.load_fast("a: yes\nb: on\nc: 0o17\nd: 0755\ne: 1e3\nf: 2001-01-01\ng: ~\nh: .inf\n")
+    [data] = textedit.load_fast("a: yes\nb: on\nc: 0o17\nd: 0755\ne: 1e3\nf: 2001-01-01\ng: ~\nh: .inf\n")
     # 0755: go-yaml v3 still reads YAML 1.1's octal spelling as octal (strconv.ParseInt base 0)
     assert data == {"a": "yes", "b": "on", "c": 15, "d": 0o755, "e": 1000.0, "f": "2001-01-01", "g": None,
                     "h": float("inf")}
@@ -251,15 +251,15 @@ def test_the_fast_loader_reads_the_yaml_1_2_core_schema() -> None:
 def test_round_trip_data_reads_as_the_fast_loader_reads_it() -> None:
     text = "a: yes\nb: 0o17\nc: 1e3\nd: 2001-12-14t21:59:43.10-05:00\ne:\nf: !!str 5\ng: [1, true, 1.5]\n"
     seen: list[Any] = []
-    edit_document(text, lambda doc: seen.append(yamltext.to_plain(doc)))
-    assert yamltext.same_data(seen[0], yamltext.load_fast(text)[0])
+    edit_document(text, lambda doc: seen.append(textedit.to_plain(doc)))
+    assert textedit.same_data(seen[0], textedit.load_fast(text)[0])
 
 
 def test_same_data_tells_booleans_and_floats_from_integers() -> None:
-    assert yamltext.same_data({"a": [1, "x"]}, {"a": [1, "x"]})
-    assert not yamltext.same_data(True, 1)
-    assert not yamltext.same_data(1.0, 1)
-    assert not yamltext.same_data({"a": 1}, [("a", 1)])
+    assert textedit.same_data({"a": [1, "x"]}, {"a": [1, "x"]})
+    assert not textedit.same_data(True, 1)
+    assert not textedit.same_data(1.0, 1)
+    assert not textedit.same_data({"a": 1}, [("a", 1)])
 
 
 # --- what ruamel would write wrongly -------------------------------------------------------------------------

@@ -12,7 +12,7 @@ lost (ruamel drops some after a flow collection) are written back where they sto
 Promises: only whole lines move; the lines that the edit changed are `after`'s, ended like the
 original's lines (CRLF or LF); a text that had no final newline still has none. It knows no YAML:
 mixing original lines with re-indented ones can give text that means something else, so the
-caller must check the result (yamltext.edit_document compares its data with `after`'s).
+caller must check the result (textedit.edit_document compares its data with `after`'s).
 """
 
 from __future__ import annotations

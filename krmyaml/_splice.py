@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from krmfn._emit import Writer, emit_block
-from krmfn._scalars import same_value
-from krmfn._shape import Path, Shape
-from krmfn.yamlio import fingerprint
+from krmyaml._emit import Writer, emit_block
+from krmyaml._scalars import same_value
+from krmyaml._shape import Path, Shape
+from krmyaml.roundtrip import fingerprint
 
 _MISSING: Any = object()
 _NEW: Any = object()  # in a path: a list element with no counterpart in the original
@@ -35,7 +35,7 @@ _NEW: Any = object()  # in a path: a list element with no counterpart in the ori
 def splice_block(value: dict[Any, Any] | list[Any], shape: Shape) -> list[str]:
     """Lines for `value`, the edited version of the node `shape` describes (its root at `()`).
 
-    The shape must come from the line parser (`shape.lines` set). Raises OutputError, as
+    The shape must come from the line parser (`shape.lines` set). Raises UnwritableValue, as
     `_emit.emit_block` does, for values YAML cannot carry.
     """
     splicer = _Splicer(shape)

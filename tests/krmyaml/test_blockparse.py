@@ -9,10 +9,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from krmfn import _libyaml, yamlio
-from krmfn._blockparse import Unsupported, parse_block
-from krmfn._emit import emit_block
-from krmfn._scalars import same_value
+from krmyaml import _libyaml
+from krmyaml import roundtrip as yamlio
+from krmyaml._blockparse import Unsupported, parse_block
+from krmyaml._emit import emit_block
+from krmyaml._scalars import same_value
 
 
 def fast(text: str) -> tuple[Any, int]:
