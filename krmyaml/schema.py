@@ -13,7 +13,9 @@ one YamlError naming the source and line:
 * aliases that expand beyond ALIAS_BUDGET_PER_CHAR nodes per character of input (at least
   MIN_ALIAS_BUDGET): the "billion laughs" document is refused before anything is built, and an
   alias inside its own anchor is refused;
-* nesting beyond libyaml's 1,000 levels (or Python's stack): `nested too deeply`.
+* nesting beyond libyaml's 1,000 levels (or Python's stack): `nested too deeply`;
+* a decimal integer longer than Python converts (4,300 digits; no Kubernetes field holds one):
+  `an integer of N digits is too large`.
 """
 
 from __future__ import annotations
@@ -78,7 +80,10 @@ class Loader(yaml.CSafeLoader):
             return sign * int(digits, 0)
         if len(digits) > 1 and digits.startswith("0"):
             return sign * int(digits, 8)  # go-yaml reads 0755 as octal
-        return sign * int(digits)
+        try:
+            return sign * int(digits)
+        except ValueError:  # over Python's limit on decimal digits (sys.get_int_max_str_digits)
+            raise _problem(node, f"an integer of {len(digits)} digits is too large") from None
 
     def construct_yaml_bool(self, node: ScalarNode) -> bool:
         _require(node, _BOOL, "!!bool")

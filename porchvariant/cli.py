@@ -8,7 +8,9 @@
 Repositories, PackageRevisions and other objects beside it, and prints the PackageVariants as a
 YAML stream. Nothing is written anywhere. Objects without a namespace are read as `default`'s,
 as `kubectl apply -f` would place them. An invalid set, a template error or an unreadable file is
-one line on stderr and exit status 1.
+one line on stderr and exit status 1, and so, for both commands, is a PackageVariant or set whose
+name is not an object name or whose upstream revision is not one Porch could have (before
+anything is printed or written).
 
 `reconcile` runs the PackageVariant and PackageVariantSet controllers over the objects in the
 manifests, with the package revisions served from the git repositories their Repositories name
@@ -29,7 +31,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import krmyaml
 from porchvariant.errors import PorchVariantError
-from porchvariant.manifests import Manifest, read_manifests
+from porchvariant.manifests import Manifest, check_variants, read_manifests
 from porchvariant.porch_flags import add_git_arguments, remote_settings, renderer
 from reconcile.errors import ReconcileError
 from reconcile.manifests import add_local_arguments, start_local_run, state_directory
@@ -115,12 +117,15 @@ def print_changes(changes: Sequence[RevisionChange], out: IO[str]) -> None:
 def render_sets(manifests: list[Manifest], *, warn: Any = None) -> list[dict[str, Any]]:
     """The PackageVariants of every PackageVariantSet in `manifests`, set by set.
 
-    Raises PorchVariantError naming the file and the set for an invalid set or a template error.
-    A set whose upstream PackageRevision is not among the inputs is rendered with an `upstream`
-    that has only the name Porch would give it, and `warn` is told."""
+    Raises PorchVariantError naming the file and the set for an invalid set or a template error,
+    and naming the file and the object for a PackageVariant or set that cannot be loaded at all
+    (check_variants), before any set is rendered. A set whose upstream PackageRevision is not
+    among the inputs is rendered with an `upstream` that has only the name Porch would give it,
+    and `warn` is told."""
     from porchvariant.render import find_set_upstream, render_package_variants, upstream_not_found_message
     from porchvariant.validation import validate_package_variant_set
 
+    check_variants(manifests)
     objects = [manifest.obj for manifest in manifests]
     repositories = [obj for obj in objects if obj.get("kind") == "Repository"]
     revisions = [obj for obj in objects if obj.get("kind") == "PackageRevision"]

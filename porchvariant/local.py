@@ -33,7 +33,7 @@ from porchvariant.embedded._gittransport import is_remote
 from porchvariant.embedded._porch_remotes import RemoteSettings
 from porchvariant.embedded.porch import EmbeddedPorch, Renderer
 from porchvariant.errors import PorchVariantError
-from porchvariant.manifests import Manifest
+from porchvariant.manifests import Manifest, check_variants
 from porchvariant.packagevariant_controller import PACKAGE_VARIANT, package_variant_controller
 from porchvariant.packagevariantset_controller import PACKAGE_VARIANT_SET, package_variant_set_controller
 from porchvariant.porch_client import (
@@ -102,9 +102,11 @@ def reconcile_manifests(manifests: Sequence[Manifest], *, state: Path | None = N
                         renderer: Renderer | None = None, timeout: float = 600.0,
                         remotes: RemoteSettings | None = None) -> LocalRun:
     """Run the controllers over `manifests` (see the module docstring). Raises PorchVariantError for
-    an object the API server refuses, naming its file. Repositories on git servers are mirrored
-    under `remotes.cache` and fetched every `remotes.fetch_period` seconds; what a fetch finds is
-    announced to the controllers' watches."""
+    an object the API server refuses, naming its file, and, before anything is loaded or written,
+    for a PackageVariant or set that cannot be loaded at all (manifests.check_variants).
+    Repositories on git servers are mirrored under `remotes.cache` and fetched every
+    `remotes.fetch_period` seconds; what a fetch finds is announced to the controllers' watches."""
+    check_variants(manifests)
     remotes = remotes or RemoteSettings()
     with EmbeddedCluster(persist_to=state) as cluster:
         # Without a git server nothing changes behind the controllers' backs while they run.

@@ -35,6 +35,7 @@ from porchvariant import cel
 from porchvariant.cel_view import hidden_annotation_note, is_secret_kind, object_view, secret_target_message
 from porchvariant.errors import TemplateError
 from reconcile.errors import BadRequest
+from reconcile.names import name_problem
 from reconcile.patching import clone
 from reconcile.selectors import LabelSelector, parse_labels
 
@@ -51,7 +52,6 @@ FINALIZER = "config.porch.kpt.dev/packagevariants"
 NAME_MAX_LENGTH = 63
 NAME_HASH_LENGTH = 8
 
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 _NOT_NAME_CHARACTER = re.compile(r"[^a-z0-9]")
 # The CEL variables whose values differ between the targets of one template.
 _PER_TARGET_VARIABLES = ("repoDefault", "packageDefault", "target", "repository")
@@ -196,7 +196,7 @@ def package_variant_name(identifier: str) -> str:
     digest = hashlib.sha1(identifier.encode()).hexdigest()[:NAME_HASH_LENGTH]
     stem_length = NAME_MAX_LENGTH - NAME_HASH_LENGTH - 1
     porch = identifier if len(identifier) <= NAME_MAX_LENGTH else f"{identifier[:stem_length]}-{digest}"
-    if _DNS1123_SUBDOMAIN.match(porch):
+    if name_problem(porch) is None:
         return porch
     stem = _NOT_NAME_CHARACTER.sub("-", identifier.lower()).strip("-")[:stem_length].rstrip("-")
     return f"{stem}-{digest}" if stem else digest

@@ -28,7 +28,7 @@ from reconcile.embedded._engine import Engine
 from reconcile.embedded._errors import Cause
 from reconcile.embedded._kinds import CRD, GroupKind, group_kind
 from reconcile.embedded._lifecycle import finalizers, is_deleting, section, without_finalizer
-from reconcile.embedded._validation import name_problem
+from reconcile.names import name_problem
 
 CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
 APPROVAL = "api-approved.kubernetes.io"

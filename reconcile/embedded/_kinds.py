@@ -18,8 +18,8 @@ from collections.abc import Mapping
 
 from reconcile.cluster import Kind, ResourceInfo
 from reconcile.embedded import _errors
-from reconcile.embedded._validation import NameRule
 from reconcile.embedded.storage import Storage
+from reconcile.names import NameRule
 
 GroupKind = tuple[str, str]
 

@@ -1,7 +1,6 @@
 """What the API server checks in every object's metadata, whatever its kind.
 
-Names (per kind: a DNS subdomain for most, an RFC 1123 label for namespaces, an RFC 1035 label
-for services, a path segment for RBAC objects), labels, annotations, finalizers and owner
+Names (per kind, under the rules of reconcile.names), labels, annotations, finalizers and owner
 references, with the server's own wording. The checks return the list of field causes (empty
 when the object is fine); the caller turns them into one Invalid. Also here: `request_body`,
 which copies what a client sent and refuses anything that is not JSON, as decoding would.
@@ -13,49 +12,16 @@ docs/embedded-cluster.md.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from reconcile.embedded import _errors
 from reconcile.embedded._errors import Cause
 from reconcile.errors import BadRequest
+from reconcile.names import NameRule, name_problem
 from reconcile.selectors import check_label_key, check_label_value
 
-NameRule = Literal["subdomain", "label", "dns1035", "segment"]
-
-_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?\Z")
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 _ANNOTATIONS_MAX = 256 * 1024
-
-_RULES: dict[str, tuple[re.Pattern[str], int, str]] = {
-    "subdomain": (_SUBDOMAIN, 253, "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                  "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
-                  "'example.com', regex used for validation is "
-                  "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
-    "label": (_LABEL, 63, "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-              "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
-              "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"),
-    "dns1035": (_DNS1035, 63, "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-                "with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
-                "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"),
-}
-
-
-def name_problem(name: str, rule: NameRule) -> str | None:
-    """Why `name` is not a valid object name under `rule`, or None."""
-    if rule == "segment":
-        if name in (".", ".."):
-            return f"may not be '{name}'"
-        for char in "/%":
-            if char in name:
-                return f"may not contain '{char}'"
-        return None
-    pattern, limit, text = _RULES[rule]
-    if len(name) > limit:
-        return f"must be no more than {limit} characters"
-    return None if pattern.match(name) else text
 
 
 def generated_prefix_problem(prefix: str, rule: NameRule) -> str | None:

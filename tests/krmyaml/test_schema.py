@@ -70,3 +70,14 @@ def test_a_syntax_error_names_the_line_and_column() -> None:
     with pytest.raises(YamlError) as refused:
         load_all("a: [1, 2\n", "s.yaml")
     assert str(refused.value).startswith("s.yaml: line 2, column 1: invalid YAML: ")
+
+
+def test_an_integer_too_long_to_convert_is_one_line_naming_where_it_is() -> None:
+    digits = "1" + "0" * 5000
+    with pytest.raises(YamlError) as refused:
+        load_all(f"spec:\n  revision: -{digits}\n", "big.yaml")
+    assert str(refused.value) == "big.yaml: line 2, column 13: invalid YAML: an integer of 5001 digits is too large"
+
+
+def test_long_integers_within_the_limit_and_in_power_of_two_bases_are_read() -> None:
+    assert load_all(f"a: {'9' * 4300}\nb: 0x{'f' * 5000}\n") == [{"a": int("9" * 4300), "b": 16**5000 - 1}]

@@ -5,6 +5,8 @@ address-space cap and a 5 s budget after start-up: alias bombs, duplicate keys, 
 UTF-8. The function (`fn deltapipe`) reads ResourceLists with krmfn's reader, held to the same
 rules, and answers unclosed flow collections and a closed stdin as bad input (exit 2). Flags: a
 state "directory" that is a file, a timeout that is not above 0, a kubeconfig that is not there.
+PackageVariants and sets named as no object may be, or with an upstream revision Porch could not
+have: one line naming the file, the object and the field, before anything is printed or written.
 """
 
 from __future__ import annotations
@@ -125,3 +127,68 @@ def test_a_missing_kubeconfig_says_so(tmp_path: Path) -> None:
                        "--health-addr", "0")
     assert done.returncode == 1
     assert done.stderr.decode().splitlines()[-1] == f"porchkit: kubeconfig {tmp_path / 'missing'}: no such file"
+
+
+VARIANT = """apiVersion: config.porch.kpt.dev/v1alpha1
+kind: PackageVariant
+metadata: {{name: "{name}", namespace: default}}
+spec:
+  upstream: {{repo: catalog, package: network, revision: {revision}}}
+  downstream: {{repo: edge, package: a}}
+"""
+VARIANT_SET = """apiVersion: config.porch.kpt.dev/v1alpha2
+kind: PackageVariantSet
+metadata: {{name: "{name}", namespace: default}}
+spec:
+  upstream: {{repo: catalog, package: network, revision: {revision}}}
+  targets: [{{repositories: [{{name: edge, packageNames: [a]}}]}}]
+"""
+SUBDOMAIN = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
+             "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+BELOW = "spec.upstream.revision: must be at least -1 (no package revision has a lower number), not {}"
+INT64 = "spec.upstream.revision: must be a 64-bit integer, from -9223372036854775808 to 9223372036854775807"
+UNLOADABLE = {  # name -> (manifest, what the one line says after "porchkit: <file>: ")
+    "set-bad-name-and-revision": (VARIANT_SET.format(name="Bad_Name!", revision=-3),
+                                  f"PackageVariantSet default/Bad_Name!: metadata.name: {SUBDOMAIN}; "
+                                  f"{BELOW.format(-3)}"),
+    "set-revision-beyond-64-bits": (VARIANT_SET.format(name="fanout", revision=10**29),
+                                    f"PackageVariantSet default/fanout: {INT64}"),
+    "set-revision-a-boolean": (VARIANT_SET.format(name="fanout", revision="true"),
+                               "PackageVariantSet default/fanout: spec.upstream.revision: must be an integer, "
+                               "not a boolean"),
+    "variant-revision-below-minus-one": (VARIANT.format(name="edge-a", revision=-2),
+                                         f"PackageVariant default/edge-a: {BELOW.format(-2)}"),
+    "variant-name-too-long": (VARIANT.format(name="a" * 254, revision=1),
+                              f"PackageVariant default/{'a' * 254}: metadata.name: must be no more than 253 "
+                              "characters"),
+    "variant-revision-of-5000-digits": (VARIANT.format(name="edge-a", revision="1" + "0" * 4999),
+                                        "line 10, column 57: invalid YAML: an integer of 5000 digits is too large"),
+}
+
+
+@pytest.mark.parametrize("unloadable", sorted(UNLOADABLE))
+@pytest.mark.parametrize("command", ["variants render", "variants reconcile"])
+def test_a_variant_with_a_bad_name_or_revision_is_one_line_and_nothing_is_written(
+        tmp_path: Path, command: str, unloadable: str) -> None:
+    manifest, words = UNLOADABLE[unloadable]
+    path = tmp_path / "variants.yaml"
+    # A valid Repository first: the refusal comes before any object is loaded.
+    path.write_text("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: Repository\n"
+                    "metadata: {name: edge, namespace: default}\nspec: {type: git}\n---\n" + manifest)
+    state = tmp_path / "state"
+    extra = ["--state", str(state)] if command == "variants reconcile" else []
+    done, _ = porchkit(*COMMANDS[command], str(path), *extra)
+    err = done.stderr.decode(errors="replace")
+    where = f"{path} (document 2)" if "invalid YAML" not in words else str(path)
+    assert done.returncode == 1 and err.splitlines() == [f"porchkit: {where}: {words}"], err
+    assert done.stdout == b"" and not state.exists()
+
+
+@pytest.mark.parametrize("revision", [-1, 2**63 - 1])
+def test_a_set_with_the_lowest_or_highest_revision_porch_can_have_is_rendered(tmp_path: Path, revision: int) -> None:
+    path = tmp_path / "set.yaml"
+    path.write_text(VARIANT_SET.format(name="fanout", revision=revision))
+    done, _ = porchkit(*COMMANDS["variants render"], str(path))
+    assert done.returncode == 0, done.stderr.decode()
+    assert f"revision: {revision}\n" in done.stdout.decode()

@@ -82,3 +82,31 @@ def test_a_stalled_variant_is_told_once_as_a_warning_event(live: Live) -> None:
     live.cluster.update({**pv, "metadata": {**pv["metadata"], "labels": {"touched": "yes"}}})  # another pass
     time.sleep(0.5)
     assert len(warnings()) == 1 and warnings()[0].get("count", 1) == 1
+
+
+def test_a_revision_porch_could_never_have_stalls_its_variant_and_set_while_the_others_are_served(
+        live: Live) -> None:
+    below = "spec.upstream.revision: must be at least -1 (no package revision has a lower number), not {}"
+    dev_refs = live.repos.all_refs()[str(live.repos.deployments["dev"])]
+    live.cluster.create(package_variant("web-dev", downstream="dev", revision=-3))
+    live.cluster.create({"apiVersion": "config.porch.kpt.dev/v1alpha2", "kind": "PackageVariantSet",
+                         "metadata": {"name": "web", "namespace": NS},
+                         "spec": {"upstream": {"repo": "catalog", "package": "web", "revision": -2},
+                                  "targets": [{"repositories": [{"name": "dev"}]}]}})
+    live.cluster.create(package_variant("web-prod"))
+
+    def conditions_when_stalled(kind: Kind, name: str) -> dict[str, tuple[str, str, str]] | None:
+        obj = live.cluster.get(kind, ObjectKey(NS, name))
+        found = {c["type"]: (c["status"], c["reason"], c["message"]) for c in conditions.conditions_of(obj or {})}
+        return found if found.get("Stalled", ("",))[0] == "True" else None
+
+    assert eventually(lambda: conditions_when_stalled(PACKAGE_VARIANT, "web-dev")) == {
+        "Stalled": ("True", "ValidationError", below.format(-3)),
+        "Ready": ("False", "Error", "invalid packagevariant object")}
+    assert eventually(lambda: conditions_when_stalled(PACKAGE_VARIANT_SET, "web")) == {
+        "Stalled": ("True", "ValidationError", below.format(-2)),
+        "Ready": ("False", "ValidationError", below.format(-2))}
+    eventually(lambda: conditions.is_true(live.cluster.get(PACKAGE_VARIANT, ObjectKey(NS, "web-prod")) or {}, "Ready"))
+    assert [pv["metadata"]["name"] for pv in live.cluster.list(PACKAGE_VARIANT, namespace=NS).items] == [
+        "web-dev", "web-prod"]
+    assert live.repos.all_refs()[str(live.repos.deployments["dev"])] == dev_refs

@@ -12,13 +12,18 @@ import yaml
 
 from porchvariant import api, validation
 from porchvariant.api import PackageVariantSetSpec, PackageVariantSpec, structural_schema
-from porchvariant.validation import validate_package_variant, validate_package_variant_set
+from porchvariant.validation import manifest_problems, validate_package_variant, validate_package_variant_set
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "testdata" / "porchvariant" / "manifests"
 
 UPSTREAM = {"repo": "catalog", "package": "network-function", "workspaceName": "v3"}
 DOWNSTREAM = {"repo": "edge-east", "package": "network-function"}
 ONE_OF = "must specify one of `repositories`, `repositorySelector`, or `objectSelector`"
+SUBDOMAIN = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
+             "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+INT64 = "must be a 64-bit integer, from -9223372036854775808 to 9223372036854775807"
+BELOW_MINUS_ONE = "spec.upstream.revision: must be at least -1 (no package revision has a lower number), not {}"
 
 
 def pv(**spec: Any) -> dict[str, Any]:
@@ -46,6 +51,12 @@ def load(name: str) -> Any:
     return yaml.safe_load((MANIFESTS / name).read_text())
 
 
+def named(obj: dict[str, Any], name: Any) -> dict[str, Any]:
+    """`obj` with metadata.name replaced (None removes it)."""
+    metadata = {key: value for key, value in obj["metadata"].items() if key != "name"}
+    return {**obj, "metadata": metadata if name is None else {**metadata, "name": name}}
+
+
 # PackageVariant: Porch's rules (spec §b.3)
 
 PV_CASES = [
@@ -60,6 +71,9 @@ PV_CASES = [
     ("upstream-without-package", pv(upstream={"repo": "catalog"}), ["missing required field spec.upstream.package"]),
     ("upstream-by-revision-alone", pv(upstream={"repo": "catalog", "package": "nf", "revision": 2}), []),
     ("upstream-by-nothing-but-name", pv(upstream={"repo": "catalog", "package": "nf"}), []),
+    ("upstream-revision-minus-one", pv(upstream={**UPSTREAM, "revision": -1}), []),
+    ("upstream-revision-largest", pv(upstream={**UPSTREAM, "revision": 2**63 - 1}), []),
+    ("upstream-revision-below-minus-one", pv(upstream={**UPSTREAM, "revision": -2}), [BELOW_MINUS_ONE.format(-2)]),
     ("no-downstream", pv(downstream=None), ["missing required field spec.downstream"]),
     ("empty-downstream", pv(downstream={}),
      ["missing required field spec.downstream.repo", "missing required field spec.downstream.package"]),
@@ -145,6 +159,14 @@ PVS_CASES = [
      ["either spec.upstream.revision or spec.upstream.workspaceName must be specified"]),
     ("upstream-revision-minus-one",
      pvs({"repositorySelector": {}}, upstream={"repo": "c", "package": "p", "revision": -1}), []),
+    ("upstream-revision-largest",
+     pvs({"repositorySelector": {}}, upstream={"repo": "c", "package": "p", "revision": 2**63 - 1}), []),
+    ("upstream-revision-below-minus-one",
+     pvs({"repositorySelector": {}}, upstream={"repo": "c", "package": "p", "revision": -3}),
+     [BELOW_MINUS_ONE.format(-3)]),
+    ("upstream-revision-below-minus-one-beside-a-workspace",
+     pvs({"repositorySelector": {}}, upstream={**UPSTREAM, "revision": -9223372036854775808}),
+     [BELOW_MINUS_ONE.format(-9223372036854775808)]),
     ("upstream-empty-workspace",
      pvs({"repositorySelector": {}}, upstream={"repo": "c", "package": "p", "workspaceName": ""}),
      ["either spec.upstream.revision or spec.upstream.workspaceName must be specified"]),
@@ -268,6 +290,13 @@ SHAPE_CASES = [
      ["spec.upstream.revision: must be an integer, not a boolean"]),
     ("revision-as-float", validate_package_variant, pv(upstream={**UPSTREAM, "revision": 3.0}),
      ["spec.upstream.revision: must be an integer, not a number"]),
+    ("revision-beyond-64-bits", validate_package_variant, pv(upstream={**UPSTREAM, "revision": 2**63}),
+     [f"spec.upstream.revision: {INT64}"]),
+    ("revision-far-beyond-64-bits", validate_package_variant_set,
+     pvs({"repositorySelector": {}}, upstream={**UPSTREAM, "revision": 10**29}), [f"spec.upstream.revision: {INT64}"]),
+    ("revision-below-64-bits", validate_package_variant_set,
+     pvs({"repositorySelector": {}}, upstream={**UPSTREAM, "revision": -(2**63) - 1}),
+     [f"spec.upstream.revision: {INT64}"]),
     ("label-value-as-number", validate_package_variant, pv(labels={"app.kubernetes.io/part-of": 5}),
      ["spec.labels[app.kubernetes.io/part-of]: must be a string, not an integer"]),
     ("labels-as-list", validate_package_variant, pv(labels=["a"]), ["spec.labels: must be an object, not a list"]),
@@ -358,11 +387,80 @@ def test_the_effective_policy_helpers_are_the_apis() -> None:
     assert validation.effective_deletion_policy is api.effective_deletion_policy
 
 
+# the object's name, checked before everything else
+
+NAME_CASES = [
+    ("dotted", "edge.east-1", []),
+    ("longest", "a" * 253, []),
+    ("too-long", "a" * 254, ["metadata.name: must be no more than 253 characters"]),
+    ("upper-case-and-punctuation", "Bad_Name!", [f"metadata.name: {SUBDOMAIN}"]),
+    ("leading-dash", "-edge", [f"metadata.name: {SUBDOMAIN}"]),
+    ("a-number", 7, ["metadata.name: must be a string, not an integer"]),
+    ("absent", None, []),
+    ("empty", "", []),
+]
+
+
+@pytest.mark.parametrize("check", [validate_package_variant, validate_package_variant_set])
+@pytest.mark.parametrize(("name", "expected"), [case[1:] for case in NAME_CASES], ids=[case[0] for case in NAME_CASES])
+def test_a_name_that_is_not_an_object_name_is_reported_first(check: Any, name: Any, expected: list[str]) -> None:
+    obj = pv() if check is validate_package_variant else pvs({"repositorySelector": {}})
+    assert check(named(obj, name)) == expected
+
+
+def test_a_bad_name_is_reported_with_the_shape_problems_and_with_porchs() -> None:
+    assert validate_package_variant_set(named(pvs({"repositories": "edge"}), "Bad_Name!")) == [
+        f"metadata.name: {SUBDOMAIN}", "spec.targets[0].repositories: must be a list, not a string"]
+    assert validate_package_variant(named(pv(downstream=None, upstream={**UPSTREAM, "revision": -3}), "x_y")) == [
+        f"metadata.name: {SUBDOMAIN}", "missing required field spec.downstream", BELOW_MINUS_ONE.format(-3)]
+
+
+def test_porchkits_revision_rule_comes_after_all_of_porchs() -> None:
+    obj = pvs(upstream={"repo": "c", "package": "p", "revision": -2})
+    assert validate_package_variant_set(obj) == ["must specify at least one item in spec.targets",
+                                                 BELOW_MINUS_ONE.format(-2)]
+
+
+# what a manifest may not hold at all
+
+MANIFEST_CASES = [
+    ("valid-variant", pv(), []),
+    ("valid-set", pvs(), []),  # no targets: left to validate_package_variant_set
+    ("revision-minus-one", pv(upstream={**UPSTREAM, "revision": -1}), []),
+    ("revision-largest", pvs(upstream={**UPSTREAM, "revision": 2**63 - 1}), []),
+    ("revision-null", pv(upstream={**UPSTREAM, "revision": None}), []),
+    ("bad-name-and-revision", named(pvs(upstream={**UPSTREAM, "revision": -3}), "Bad_Name!"),
+     [f"metadata.name: {SUBDOMAIN}", BELOW_MINUS_ONE.format(-3)]),
+    ("no-name", named(pv(), None), ["metadata.name: is required"]),
+    ("empty-name", named(pvs(), ""), ["metadata.name: is required"]),
+    ("no-metadata", {"kind": "PackageVariant", "spec": {"upstream": UPSTREAM}}, ["metadata.name: is required"]),
+    ("revision-beyond-64-bits", pvs(upstream={**UPSTREAM, "revision": 10**29}), [f"spec.upstream.revision: {INT64}"]),
+    ("revision-as-bool", pv(upstream={**UPSTREAM, "revision": True}),
+     ["spec.upstream.revision: must be an integer, not a boolean"]),
+    ("revision-as-string", pv(upstream={**UPSTREAM, "revision": "-3"}),
+     ["spec.upstream.revision: must be an integer, not a string"]),
+    ("other-problems-are-not-its-business", pv(upstream="catalog", downstream=None, adoptionPolicy="x"), []),
+    ("not-an-object", ["a"], ["<root>: must be an object, not a list"]),
+]
+
+
+@pytest.mark.parametrize(("obj", "expected"), [case[1:] for case in MANIFEST_CASES],
+                         ids=[case[0] for case in MANIFEST_CASES])
+def test_a_manifest_is_refused_for_its_name_or_its_upstream_revision_alone(obj: Any, expected: list[str]) -> None:
+    assert manifest_problems(obj) == expected
+
+
+def test_what_a_manifest_is_refused_for_the_validation_says_in_the_same_words() -> None:
+    obj = named(pvs({"repositorySelector": {}}, upstream={**UPSTREAM, "revision": -3}), "Bad_Name!")
+    assert manifest_problems(obj) == validate_package_variant_set(obj)
+
+
 # never raising, whatever the dict holds
 
-ODD_VALUES: list[Any] = [None, 0, -1, True, 1.5, float("nan"), "", "name", [], {}, [None], [1], {"a": None},
-                         {1: "x"}, {None: "x"}, {True: "x"}, {"name": "x", 1: "y"}, {"package-path": "p", (1, 2): "t"},
-                         datetime.date(2026, 1, 1), b"bytes", ("a",), {"image": "i", "name": 3}]
+ODD_VALUES: list[Any] = [None, 0, -1, -2, 2**64, -(2**64), True, 1.5, float("nan"), "", "name", [], {}, [None], [1],
+                         {"a": None}, {1: "x"}, {None: "x"}, {True: "x"}, {"name": "x", 1: "y"},
+                         {"package-path": "p", (1, 2): "t"}, datetime.date(2026, 1, 1), b"bytes", ("a",),
+                         {"image": "i", "name": 3}]
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -391,8 +489,9 @@ def test_validation_returns_messages_and_never_raises_whatever_any_field_holds(n
     document = load(name)
     for path in _paths(document):
         for value in ODD_VALUES:
-            problems = check(_replaced(document, path, value))
-            assert isinstance(problems, list) and all(isinstance(p, str) for p in problems), (path, value)
+            changed = _replaced(document, path, value)
+            for problems in (check(changed), manifest_problems(changed)):
+                assert isinstance(problems, list) and all(isinstance(p, str) for p in problems), (path, value)
 
 
 def test_a_map_key_that_is_not_a_string_is_a_shape_problem() -> None:

@@ -84,6 +84,23 @@ def test_an_object_of_an_unknown_kind_is_one_line_naming_the_file(tmp_path: Path
     assert repos.all_refs() == before
 
 
+@pytest.mark.parametrize("command", ["render", "reconcile"])
+def test_a_variant_that_cannot_be_loaded_stops_the_run_before_anything_is_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    repos = Repos(tmp_path)
+    impossible = package_variant("web-dev", revision=-2)
+    del impossible["metadata"]["namespace"]
+    folder = write_manifests(tmp_path / "manifests", [*repos.repositories(), package_variant("web-prod"), impossible])
+    before = repos.all_refs()
+    assert main(["variants", command, "-f", str(folder), *(["--state", str(tmp_path / "state")]
+                                                            if command == "reconcile" else [])]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == (f"porchkit: {folder / 'objects.yaml'} (document 4): PackageVariant default/web-dev: "
+                            "spec.upstream.revision: must be at least -1 (no package revision has a lower number), "
+                            "not -2\n")
+    assert captured.out == "" and repos.all_refs() == before and not (tmp_path / "state").exists()
+
+
 def test_a_run_killed_midway_and_restarted_leaves_one_complete_draft_per_variant(tmp_path: Path) -> None:
     repos = Repos(tmp_path)
     count = 24
