@@ -37,6 +37,7 @@ from krmyaml.errors import YamlError as UnreadableYaml
 ModelT = TypeVar("ModelT")
 API_VERSION = "config.kubernetes.io/v1"
 KIND = "ResourceList"
+MAX_INPUT = 256 * 2**20  # bytes (or characters) of ResourceList read at most, as krmyaml reads YAML
 _API_GROUP = "config.kubernetes.io/"
 
 _SECTION = re.compile(r"([A-Za-z][A-Za-z0-9_]*):(?:[ \t]|\Z)")
@@ -113,6 +114,8 @@ def read(data: bytes | str) -> ResourceList:
     Raises InputError (YamlError for invalid YAML) with a one-line message for anything that is
     not a readable ResourceList. Never returns a partial list.
     """
+    if len(data) > MAX_INPUT:
+        raise InputError(f"the input is larger than {MAX_INPUT // 2**20} MiB, more than a package can hold")
     text = _decode(data)
     if not text.strip():
         raise InputError("empty input: expected a ResourceList")

@@ -31,7 +31,7 @@ from typing import IO, Any, NamedTuple, NoReturn
 
 from krmfn import resourcelist, results
 from krmfn.errors import InputError, KrmfnError, OutputError
-from krmfn.resourcelist import ResourceList
+from krmfn.resourcelist import MAX_INPUT, ResourceList
 
 Function = Callable[[ResourceList], Any]
 
@@ -78,7 +78,8 @@ def main(
         _say(err_stream, [f"{name}: stdin is closed: expected a ResourceList"])
         return EXIT_BAD_INPUT
     in_stream = stdin if stdin is not None else sys.stdin.buffer
-    outcome = process(function, in_stream.read(), name=name)
+    # One byte past the limit is enough for `read` to refuse it, and no more is ever held.
+    outcome = process(function, in_stream.read(MAX_INPUT + 1), name=name)
     out_stream = stdout if stdout is not None else sys.stdout.buffer
     try:
         out_stream.write(outcome.output)

@@ -15,7 +15,10 @@ one YamlError naming the source and line:
   alias inside its own anchor is refused;
 * nesting beyond libyaml's 1,000 levels (or Python's stack): `nested too deeply`;
 * a decimal integer longer than Python converts (4,300 digits; no Kubernetes field holds one):
-  `an integer of N digits is too large`.
+  `an integer of N digits is too large`;
+* a text longer than MAX_TEXT_CHARS (256 Mi characters; the API server takes 3 MiB per object) or
+  of more than MAX_DOCUMENTS documents: `larger than ...` / `more than ... documents`, before
+  anything is built from it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from krmyaml.errors import UnwritableValue, YamlError
 MIN_ALIAS_BUDGET = 100_000
 ALIAS_BUDGET_PER_CHAR = 20
 TOO_DEEP = "nested too deeply"
+MAX_TEXT_CHARS = 256 * 2**20
+MAX_DOCUMENTS = 1_000_000
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 _BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
@@ -120,8 +125,9 @@ _add_core_schema(Dumper)
 
 def load_all(text: str, source: str = "") -> list[Any]:
     """Every document of a YAML stream, empty ones as None; YamlError naming `source` and the line."""
+    check_size(text, source)
     try:
-        return list(_documents(text))
+        return list(_documents(text, source))
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark
         where = f"{source}: line {mark.line + 1}, column {mark.column + 1}" if mark else source
@@ -151,10 +157,21 @@ def dump(value: Any) -> str:
         raise UnwritableValue(" ".join(str(err).split())) from None
 
 
-def _documents(text: str) -> Iterator[Any]:
+def check_size(text: str, source: str = "") -> None:
+    """YamlError if `text` is longer than MAX_TEXT_CHARS."""
+    if len(text) > MAX_TEXT_CHARS:
+        raise YamlError(f"{len(text) / 2**20:.0f} Mi characters of YAML is more than the {MAX_TEXT_CHARS // 2**20} Mi "
+                        "porchkit reads at once", where=source)
+
+
+def _documents(text: str, source: str) -> Iterator[Any]:
     loader = Loader(text)
     try:
-        while loader.check_data():
+        for count in range(1, MAX_DOCUMENTS + 2):
+            if not loader.check_node():
+                return
+            if count > MAX_DOCUMENTS:
+                raise YamlError(f"more than {MAX_DOCUMENTS:,} documents", where=source)
             yield loader.get_data()
     finally:
         loader.dispose()

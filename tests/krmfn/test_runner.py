@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import krmfn
-from krmfn import ResourceList, process, read_resource_list, testing
+from krmfn import ResourceList, process, read_resource_list, resourcelist, runner, testing
 from krmfn.runner import EXIT_BAD_INPUT, EXIT_BUG, EXIT_FAILED, EXIT_OK
 from tests.krmfn.conftest import FNS
 from tests.krmfn.fns.misbehave import misbehave
@@ -150,3 +151,19 @@ def test_importing_krmfn_does_not_import_yaml_or_pydantic() -> None:
     code = "import sys, krmfn; print(sorted(m for m in ('yaml', 'pydantic') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=testing.kpt_environment())
     assert done.stdout.strip() == "[]"
+
+
+def test_stdin_is_read_only_to_one_byte_past_the_limit_and_then_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(resourcelist, "MAX_INPUT", 64)
+    monkeypatch.setattr(runner, "MAX_INPUT", 64)
+    asked: list[int | None] = []
+
+    class Endless(io.BytesIO):
+        def read(self, size: int | None = -1) -> bytes:
+            asked.append(size)
+            return b"#" * size if size is not None and size >= 0 else b""  # unbounded would never end
+
+    err = io.StringIO()
+    assert runner.main(lambda rl: None, stdin=Endless(), stdout=io.BytesIO(), stderr=err) == EXIT_BAD_INPUT
+    assert asked == [65]
+    assert err.getvalue().strip().endswith("the input is larger than 0 MiB, more than a package can hold")

@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 
-from krmyaml import YamlError, load_all
+from krmyaml import YamlError, load_all, schema
 
 
 def test_scalars_resolve_as_go_yaml_resolves_them() -> None:
@@ -81,3 +81,19 @@ def test_an_integer_too_long_to_convert_is_one_line_naming_where_it_is() -> None
 
 def test_long_integers_within_the_limit_and_in_power_of_two_bases_are_read() -> None:
     assert load_all(f"a: {'9' * 4300}\nb: 0x{'f' * 5000}\n") == [{"a": int("9" * 4300), "b": 16**5000 - 1}]
+
+
+def test_more_documents_than_the_limit_are_refused_before_the_next_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(schema, "MAX_DOCUMENTS", 3)
+    assert load_all("a: 1\n---\nb: 2\n---\nc: 3\n") == [{"a": 1}, {"b": 2}, {"c": 3}]
+    with pytest.raises(YamlError, match=r"^many.yaml: more than 3 documents$"):
+        load_all("a: 1\n---\nb: 2\n---\nc: 3\n---\nd: 4\n", "many.yaml")
+    with pytest.raises(YamlError, match="more than 3 documents"):
+        load_all("---\n" * 4)  # empty documents count too
+
+
+def test_a_text_longer_than_the_limit_is_refused_before_it_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(schema, "MAX_TEXT_CHARS", 2**20)
+    load_all("a: " + "x" * (2**20 - 4))
+    with pytest.raises(YamlError, match=r"^big.yaml: 1 Mi characters of YAML is more than the 1 Mi porchkit reads"):
+        load_all("a: [" + "x" * 2**20, "big.yaml")  # invalid too: the size is what is said
