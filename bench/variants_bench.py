@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from porchvariant.embedded._gittransport import Transport
-from porchvariant.embedded.gitrepo import GitPackageRepository
+from porchvariant.embedded.git.repository import GitPackageRepository
+from porchvariant.embedded.git.transport import Transport
 from porchvariant.local import LocalRun, RemoteSettings, reconcile_manifests
 from porchvariant.manifests import Manifest
 

@@ -2,7 +2,7 @@
 
 `in_process_functions()` gives `{"porchkit fn NAME": callable}` for every function registered in
 `krmfn.registry.FUNCTIONS`, keyed by the `exec:` string a Kptfile pipeline names it by. The embedded
-Porch's renderer (porchvariant.embedded.render.PipelineRenderer) runs a pipeline with them when
+Porch's renderer (porchvariant.embedded.render.renderer.PipelineRenderer) runs a pipeline with them when
 kpt is not installed; porchkit's face hands the mapping over, because porchvariant may not
 import krmfn.
 

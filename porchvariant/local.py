@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from porchvariant.crds import crds
-from porchvariant.embedded._gittransport import is_remote
 from porchvariant.embedded._porch_remotes import RemoteSettings
+from porchvariant.embedded.git.transport import is_remote
 from porchvariant.embedded.porch import EmbeddedPorch, Renderer
 from porchvariant.errors import PorchVariantError
 from porchvariant.manifests import Manifest, check_variants

@@ -298,7 +298,7 @@ class PackageVariantController:
 
 # A reconcile spends most of its time waiting: on the Porch API, on renders in other processes and,
 # with the embedded Porch on a git server, on pushes. Writers to one repository at once share a
-# push (_gitmirror.Mirror.push_together), so more of them means fewer pushes: bench/variants_bench.py's
+# push (embedded.git.mirror.Mirror.push_together), so more of them means fewer pushes: bench/variants_bench.py's
 # remote fan-out of 1,000 drafts took 108 s with 4 workers and 35-44 s with 32; the local one is
 # no slower with 32.
 WORKERS = 32

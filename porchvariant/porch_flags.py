@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from porchvariant.embedded._porch_remotes import RemoteSettings
-    from porchvariant.embedded.render import PipelineRenderer
+    from porchvariant.embedded.render.renderer import PipelineRenderer
 
 DEFAULT_FETCH_PERIOD = 60.0
 _UNITS = {"s": 1, "m": 60, "h": 3600}
@@ -50,7 +50,7 @@ def duration(text: str) -> float:
 
 
 def renderer(args: argparse.Namespace) -> PipelineRenderer:
-    from porchvariant.embedded.render import PipelineRenderer
+    from porchvariant.embedded.render.renderer import PipelineRenderer
 
     provider = getattr(args, "in_process_functions", None)
     return PipelineRenderer(in_process=dict(provider()) if provider is not None else None)

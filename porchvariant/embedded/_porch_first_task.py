@@ -19,7 +19,7 @@ from typing import Any
 
 from porchvariant.embedded import _porch_tasks as tasks
 from porchvariant.embedded._porch_repos import Found, Repo, Repositories
-from porchvariant.embedded.gitrepo import Lifecycle
+from porchvariant.embedded.git.repository import Lifecycle
 from reconcile.errors import BadRequest
 
 

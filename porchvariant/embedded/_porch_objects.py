@@ -28,7 +28,7 @@ from typing import Any
 from porchvariant.embedded import _porch_tasks as tasks
 from porchvariant.embedded._porch_events import History
 from porchvariant.embedded._porch_repos import Found
-from porchvariant.embedded.gitrepo import Lifecycle, Revision
+from porchvariant.embedded.git.repository import Lifecycle, Revision
 from porchvariant.porch_client import PACKAGE_REVISION, PACKAGE_REVISION_RESOURCES
 from reconcile.cluster import Kind, Obj
 

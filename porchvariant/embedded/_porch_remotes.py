@@ -23,8 +23,8 @@ ssh one (`ssh://[user@]host[:port]/path`, `git+ssh://`, scp-like `user@host:path
   `Error`, the message one line naming what failed), written only when it changes, and only while
   RemoteSettings.writes_status allows.
 
-Does not: decide which Repositories are served (_porch_repos.py), talk to git (_gitmirror.py,
-_gittransport.py) or know PackageRevisions.
+Does not: decide which Repositories are served (_porch_repos.py), talk to git (git/mirror.py,
+git/transport.py) or know PackageRevisions.
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from porchvariant.embedded._gitmirror import Mirror, default_cache_dir
-from porchvariant.embedded._gitssh import SshAuth, is_ssh_url
-from porchvariant.embedded._gittransport import BasicAuth, Credentials, Transport, TransportOptions
 from porchvariant.embedded._secret_scope import secret_problem
-from porchvariant.embedded.gitrepo import GitPackageRepository, GitRepositoryError, RemoteError
+from porchvariant.embedded.git.mirror import Mirror, default_cache_dir
+from porchvariant.embedded.git.repository import GitPackageRepository, GitRepositoryError, RemoteError
+from porchvariant.embedded.git.ssh import SshAuth, is_ssh_url
+from porchvariant.embedded.git.transport import BasicAuth, Credentials, Transport, TransportOptions
 from reconcile import conditions
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey
 from reconcile.errors import ApiError

@@ -23,7 +23,7 @@ for revisions published earlier (the repository is listed once first), and asks 
 about the refs the new revision would take.
 
 Threads: only `listing` may be called without the EmbeddedPorch's lock. The git handles of the
-Repos handed out are also used by EmbeddedPorch writes outside it (gitrepo.py's handles allow
+Repos handed out are also used by EmbeddedPorch writes outside it (git/repository.py's handles allow
 that); a handle closed meanwhile (its Repository changed or went) starts git processes again for
 that write, which its garbage collection stops.
 
@@ -38,10 +38,10 @@ from typing import Any, NamedTuple
 
 from porchvariant.embedded import _porch_remotes as remotes
 from porchvariant.embedded import _porch_tasks as tasks
-from porchvariant.embedded import gitrepo
-from porchvariant.embedded._gittransport import is_remote
 from porchvariant.embedded._porch_remotes import RemoteSettings, Schedule
-from porchvariant.embedded.gitrepo import GitPackageRepository, Revision
+from porchvariant.embedded.git import repository as gitrepo
+from porchvariant.embedded.git.repository import GitPackageRepository, Revision
+from porchvariant.embedded.git.transport import is_remote
 from porchvariant.porch_client import REPOSITORY
 from reconcile.cluster import Cluster, Obj
 from reconcile.errors import NotFound

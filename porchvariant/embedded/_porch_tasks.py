@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from urllib.parse import unquote, urlparse
 
 from krmyaml import textedit
-from porchvariant.embedded import resource_merge
+from porchvariant.embedded.merge import resources as resource_merge
 
 KPTFILE = "Kptfile"
 PACKAGE_CONTEXT = "package-context.yaml"

@@ -64,7 +64,6 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, NamedTuple
 
-from porchvariant.embedded import gitrepo
 from porchvariant.embedded._porch_events import Change, History, WatchStream
 from porchvariant.embedded._porch_first_task import FirstTasks
 from porchvariant.embedded._porch_objects import (
@@ -76,8 +75,9 @@ from porchvariant.embedded._porch_objects import (
 )
 from porchvariant.embedded._porch_remotes import RemoteSettings
 from porchvariant.embedded._porch_repos import ALLOW_EXEC_ANNOTATION, Found, Repo, Repositories
-from porchvariant.embedded.gitrepo import Lifecycle
-from porchvariant.embedded.render import RenderContext, Renderer, no_render
+from porchvariant.embedded.git import repository as gitrepo
+from porchvariant.embedded.git.repository import Lifecycle
+from porchvariant.embedded.render.renderer import RenderContext, Renderer, no_render
 from porchvariant.porch_client import PACKAGE_REVISION, PACKAGE_REVISION_RESOURCES
 from reconcile.cluster import (
     Cluster,

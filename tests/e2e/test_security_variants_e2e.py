@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from porchvariant.embedded.gitrepo import GitPackageRepository
+from porchvariant.embedded.git.repository import GitPackageRepository
 from porchvariant.packagevariant_controller import PACKAGE_VARIANT
 from porchvariant.packagevariantset_controller import PACKAGE_VARIANT_SET
 from reconcile import Cluster, Kind, ObjectKey, conditions

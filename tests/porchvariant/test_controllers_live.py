@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from porchvariant.embedded.gitrepo import GitPackageRepository, Lifecycle
+from porchvariant.embedded.git.repository import GitPackageRepository, Lifecycle
 from porchvariant.packagevariant_controller import PACKAGE_VARIANT
 from porchvariant.packagevariantset_controller import PACKAGE_VARIANT_SET
 from reconcile import Kind, ObjectKey, conditions

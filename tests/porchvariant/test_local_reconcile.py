@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from porchvariant.embedded.gitrepo import GitPackageRepository, Lifecycle, Revision
+from porchvariant.embedded.git.repository import GitPackageRepository, Lifecycle, Revision
 from porchvariant.errors import PorchVariantError
 from porchvariant.local import LocalRun, RemoteSettings, reconcile_manifests
 from porchvariant.packagevariant_controller import MUTATIONS_CONDITION

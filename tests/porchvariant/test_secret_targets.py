@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from porchkit.cli import main
-from porchvariant.embedded.gitrepo import GitPackageRepository
+from porchvariant.embedded.git.repository import GitPackageRepository
 from porchvariant.packagevariant_controller import PACKAGE_VARIANT
 from porchvariant.packagevariantset_controller import PACKAGE_VARIANT_SET
 from reconcile import Kind, ObjectKey, conditions

@@ -18,7 +18,7 @@ import yaml
 
 from krmfn.testing import kpt_binary
 from porchkit.cli import main
-from porchvariant.embedded.gitrepo import GitPackageRepository, Lifecycle
+from porchvariant.embedded.git.repository import GitPackageRepository, Lifecycle
 from tests.porchvariant.variants_support import KPTFILE, V1, Repos, package_variant, refs
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "testdata" / "quickstart"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from porchvariant.embedded.gitrepo import GitPackageRepository
+from porchvariant.embedded.git.repository import GitPackageRepository
 from porchvariant.local import serve_porch
 from porchvariant.manager import package_variant_controllers, package_variant_set_controllers
 from porchvariant.manifests import Manifest

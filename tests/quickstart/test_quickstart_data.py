@@ -25,9 +25,9 @@ import krmfn
 from krmfn import testing
 from krmfn.deltapipe_fn import deltapipe
 from porchvariant import apply_mutations, validate_package_variant_set
-from porchvariant.embedded.gitrepo import GitPackageRepository, Lifecycle
-from porchvariant.embedded.render import render_package
-from porchvariant.embedded.resource_merge import merge_packages
+from porchvariant.embedded.git.repository import GitPackageRepository, Lifecycle
+from porchvariant.embedded.merge.resources import merge_packages
+from porchvariant.embedded.render.renderer import render_package
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "testdata" / "quickstart"

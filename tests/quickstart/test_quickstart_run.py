@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from porchkit.cli import main
-from porchvariant.embedded.gitrepo import GitPackageRepository, Lifecycle
+from porchvariant.embedded.git.repository import GitPackageRepository, Lifecycle
 from tests.quickstart.test_quickstart_data import EDGES, QUICKSTART
 
 VENV_BIN = str(Path(sys.executable).parent)

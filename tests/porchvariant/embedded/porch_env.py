@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from krmyaml import textedit
-from porchvariant.embedded.gitrepo import GitPackageRepository
+from porchvariant.embedded.git.repository import GitPackageRepository
 from porchvariant.embedded.porch import EmbeddedPorch
 from porchvariant.porch_client import PorchClient, clone_task
 from reconcile import EmbeddedCluster

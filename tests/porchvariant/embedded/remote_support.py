@@ -12,9 +12,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from porchvariant.embedded._gitmirror import Mirror
-from porchvariant.embedded._gittransport import BasicAuth, Transport
-from porchvariant.embedded.gitrepo import GitPackageRepository
+from porchvariant.embedded.git.mirror import Mirror
+from porchvariant.embedded.git.repository import GitPackageRepository
+from porchvariant.embedded.git.transport import BasicAuth, Transport
 from tests.gitservers.https import HttpsGitServer
 from tests.porchvariant.variants_support import ENV, NS, Repos
 

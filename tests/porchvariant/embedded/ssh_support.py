@@ -16,11 +16,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from porchvariant.embedded._gitmirror import Mirror
-from porchvariant.embedded._gitssh import SshAuth
-from porchvariant.embedded._gittransport import Transport
 from porchvariant.embedded._porch_remotes import KNOWN_HOSTS_CONFIGMAP, KNOWN_HOSTS_KEY, SSH_AUTH, SSH_PRIVATE_KEY
-from porchvariant.embedded.gitrepo import GitPackageRepository
+from porchvariant.embedded.git.mirror import Mirror
+from porchvariant.embedded.git.repository import GitPackageRepository
+from porchvariant.embedded.git.ssh import SshAuth
+from porchvariant.embedded.git.transport import Transport
 from tests.gitservers.ssh import SshGitServer
 from tests.porchvariant.variants_support import ENV, NS, Repos
 

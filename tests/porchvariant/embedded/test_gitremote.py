@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from porchvariant.embedded._gitmirror import Mirror, mirror_path
-from porchvariant.embedded._gittransport import BasicAuth, Transport
-from porchvariant.embedded.gitrepo import Conflict, GitPackageRepository, Lifecycle, NotFound, RemoteError
+from porchvariant.embedded.git.mirror import Mirror, mirror_path
+from porchvariant.embedded.git.repository import Conflict, GitPackageRepository, Lifecycle, NotFound, RemoteError
+from porchvariant.embedded.git.transport import BasicAuth, Transport
 from tests.gitservers.https import HttpsGitServer
 from tests.porchvariant.embedded.remote_support import Served
 from tests.porchvariant.variants_support import V1

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from krmfn.testing import kpt_binary
-from porchvariant.embedded import _gitmessages
-from porchvariant.embedded._gitcli import Git
-from porchvariant.embedded.gitrepo import (
+from porchvariant.embedded.git import messages
+from porchvariant.embedded.git.commands import Git
+from porchvariant.embedded.git.repository import (
     Conflict,
     GitPackageRepository,
     InvalidRequest,
@@ -109,7 +109,7 @@ def porch_written(bare: Path, tmp_path: Path) -> Path:
     work = Workdir(bare, tmp_path / "work")
     work.commit({"README.md": "hello\n"}, "Initial commit")
     work.push("HEAD:main")
-    trailer = _gitmessages.trailer("catalog/basens", "first", "1")
+    trailer = messages.trailer("catalog/basens", "first", "1")
     v1 = work.commit({"catalog/basens/Kptfile": kptfile("basens"), "catalog/basens/ns.yaml": "kind: Namespace\n"},
                      f"Approving package revision catalog/basens/1\n\n{trailer}")
     git(work.path, "tag", "catalog/basens/v1", v1)
@@ -497,9 +497,9 @@ def test_a_handle_that_did_not_write_a_history_reads_the_same_tasks_as_git_log(b
                                         {"Kptfile": kptfile("p"), "c.txt": "c\n"})
     for revision, chain in ((draft, [init, render]), (published, [init, render]), (second, [edit])):
         log = [m.lstrip("\n") for m in git(bare, "log", "--no-color", "--format=%B%x00", revision.commit).split("\0")]
-        assert _gitmessages.task_chain(log, "p", revision.workspace) == chain
+        assert messages.task_chain(log, "p", revision.workspace) == chain
         expected = chain[:1]
-        assert _gitmessages.tasks_from_history(log, "p", revision.workspace) == expected
+        assert messages.tasks_from_history(log, "p", revision.workspace) == expected
         with GitPackageRepository(bare) as reader:  # nothing remembered: reads the history itself
             assert reader.tasks(revision) == expected
 
@@ -521,7 +521,7 @@ def test_the_placeholder_is_published_by_the_newest_commit_whose_trailer_names_i
 
         work = Workdir(porch_written, tmp_path / "more")
         (work.path / "catalog/basens/ns.yaml").write_text("kind: Namespace # 4\n")
-        trailer = _gitmessages.trailer("catalog/basens", "fourth", "4")
+        trailer = messages.trailer("catalog/basens", "fourth", "4")
         git(work.path, "commit", "-qam", f"Approving package revision catalog/basens/4\n\n{trailer}",
             "--author", "Other <other@example.com>")
         work.push("HEAD:main")
@@ -626,8 +626,8 @@ def test_only_the_kept_metadata_fields_are_accepted(repo: GitPackageRepository) 
 
 
 def test_trailer_json_is_escaped_as_go_escapes_it() -> None:
-    assert _gitmessages.go_json({"a": "<\u2028>&\u00e9\n"}) == '{"a":"\\u003c\\u2028\\u003e\\u0026\u00e9\\n"}'
-    assert _gitmessages.trailer("p", "", "0", {"edit": {}, "type": "edit", "zzz": 1}) == \
+    assert messages.go_json({"a": "<\u2028>&\u00e9\n"}) == '{"a":"\\u003c\\u2028\\u003e\\u0026\u00e9\\n"}'
+    assert messages.trailer("p", "", "0", {"edit": {}, "type": "edit", "zzz": 1}) == \
         'kpt:{"package":"p","revision":"0","task":{"type":"edit","edit":{},"zzz":1}}'
 
 
@@ -635,7 +635,7 @@ def test_trailers_written_before_workspaces_match_by_revision() -> None:
     legacy = 'Intermediate commit\n\nkpt:{"package":"p","revision":"v1","task":{"type":"init"}}\n'
     broken = "kpt:{not json\nkpt:[1]\n"
     other = 'x\n\nkpt:{"package":"q","workspaceName":"v1","task":{"type":"render"}}\n'
-    assert _gitmessages.tasks_from_history([broken, other, legacy], "p", "v1") == [{"type": "init"}]
+    assert messages.tasks_from_history([broken, other, legacy], "p", "v1") == [{"type": "init"}]
 
 
 def test_a_sha256_repository_works_the_same(tmp_path: Path) -> None:
@@ -702,7 +702,7 @@ def test_a_non_bare_repository_keeps_its_checked_out_branch_unless_configured(tm
 
 CRASH_SCRIPT = textwrap.dedent("""
     import os, sys
-    from porchvariant.embedded.gitrepo import GitPackageRepository
+    from porchvariant.embedded.git.repository import GitPackageRepository
     GitPackageRepository._move_refs = lambda self, lines, **_: os._exit(17)   # killed before any ref moves
     with GitPackageRepository(sys.argv[1]) as repo:
         if sys.argv[2] == "create":

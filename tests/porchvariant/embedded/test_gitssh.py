@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from porchvariant.embedded._gitssh import SshAuth, SshUrl, parse_ssh_url, ssh_command
-from porchvariant.embedded._gittransport import BasicAuth, Transport, is_remote, url_problem
 from porchvariant.embedded._porch_remotes import RemoteSettings, open_remote
-from porchvariant.embedded.gitrepo import Conflict, GitPackageRepository, RemoteError
+from porchvariant.embedded.git.repository import Conflict, GitPackageRepository, RemoteError
+from porchvariant.embedded.git.ssh import SshAuth, SshUrl, parse_ssh_url, ssh_command
+from porchvariant.embedded.git.transport import BasicAuth, Transport, is_remote, url_problem
 from reconcile import EmbeddedCluster
 from reconcile.cluster import Kind, ObjectKey
 from tests.gitservers.ssh import SshGitServer

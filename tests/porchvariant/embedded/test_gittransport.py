@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from porchvariant.embedded._gittransport import is_remote, url_problem
 from porchvariant.embedded._porch_remotes import fetch_period
+from porchvariant.embedded.git.transport import is_remote, url_problem
 
 
 @pytest.mark.parametrize(("url", "problem"), [

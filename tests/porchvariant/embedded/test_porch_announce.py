@@ -6,7 +6,7 @@ import threading
 import time
 from pathlib import Path
 
-from porchvariant.embedded.gitrepo import GitPackageRepository
+from porchvariant.embedded.git.repository import GitPackageRepository
 from porchvariant.embedded.porch import EmbeddedPorch
 from porchvariant.porch_client import PACKAGE_REVISION, REPOSITORY
 from reconcile import EmbeddedCluster, ObjectKey

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from porchvariant.embedded._porch_objects import porch_uid, timestamp
-from porchvariant.embedded.gitrepo import GitPackageRepository
+from porchvariant.embedded.git.repository import GitPackageRepository
 from porchvariant.porch_client import PACKAGE_REVISION, PACKAGE_REVISION_RESOURCES, edit_task
 from reconcile import ObjectKey
 from reconcile.errors import BadRequest, Forbidden, Invalid

@@ -19,9 +19,9 @@ import pytest
 from krmfn.inprocess import in_process_functions
 from krmfn.testing import kpt_binary
 from krmyaml import textedit
-from porchvariant.embedded.gitrepo import GitPackageRepository
+from porchvariant.embedded.git.repository import GitPackageRepository
 from porchvariant.embedded.porch import ALLOW_EXEC_ANNOTATION, PUSH_ON_RENDER_FAILURE, RenderContext
-from porchvariant.embedded.render import PipelineRenderer
+from porchvariant.embedded.render.renderer import PipelineRenderer
 from porchvariant.porch_client import REPOSITORY, clone_task
 from reconcile import ObjectKey
 from reconcile.errors import Invalid

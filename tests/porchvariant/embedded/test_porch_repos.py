@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from porchvariant.embedded.gitrepo import GitPackageRepository
+from porchvariant.embedded.git.repository import GitPackageRepository
 from porchvariant.porch_client import PACKAGE_REVISION, PACKAGE_REVISION_RESOURCES, REPOSITORY
 from reconcile import ObjectKey
 from reconcile.errors import AlreadyExists

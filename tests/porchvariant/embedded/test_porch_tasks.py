@@ -8,7 +8,7 @@ import pytest
 
 from krmyaml import textedit
 from porchvariant.embedded import _porch_tasks as tasks
-from porchvariant.embedded.gitrepo import GitPackageRepository
+from porchvariant.embedded.git.repository import GitPackageRepository
 from porchvariant.porch_client import clone_task
 from tests.porchvariant.embedded.porch_env import KPTFILE, NS, Env, kptfile_of, repository
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from krmfn.testing import exec_command, kpt_binary
-from porchvariant.embedded.render import RenderResult, installed_programs, render_package
+from porchvariant.embedded.render.renderer import RenderResult, installed_programs, render_package
 
 FN = Path(__file__).resolve().parents[3] / "testdata" / "porchvariant" / "render" / "annotate_fn.py"
 NO_KPT = "/nonexistent/kpt"  # a kpt that cannot start: any attempt to run it shows up as an error

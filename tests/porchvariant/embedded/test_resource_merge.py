@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from krmyaml.textedit import load_fast, same_data
-from porchvariant.embedded.resource_merge import merge_packages
+from porchvariant.embedded.merge.resources import merge_packages
 from porchvariant.errors import MutationError
 
 CASES_ROOT = Path(__file__).resolve().parents[3] / "testdata" / "porchvariant" / "upgrade"

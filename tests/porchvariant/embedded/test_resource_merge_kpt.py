@@ -39,7 +39,7 @@ import yaml
 
 from krmfn.testing import kpt_binary
 from krmyaml.textedit import load_fast, same_data
-from porchvariant.embedded.resource_merge import merge_packages
+from porchvariant.embedded.merge.resources import merge_packages
 
 pytestmark = pytest.mark.kpt
 

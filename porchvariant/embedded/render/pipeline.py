@@ -4,7 +4,7 @@ Owns: finding every function of every Kptfile pipeline in a package `{path: text
 first, mutators before validators, in file order), the rule that an `exec:` function needs the
 Repository's permission, the `RenderError` an engine raises to stop a render, and the shapes of
 Porch's renderStatus (`{error, result}`, `result` a kpt FunctionResultList). Running anything is
-left to the engines (render.py for kpt, _render_inprocess.py for porchkit's own functions).
+left to the engines (render/renderer.py for kpt, render/inprocess.py for porchkit's own functions).
 """
 
 from __future__ import annotations

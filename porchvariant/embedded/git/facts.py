@@ -22,7 +22,7 @@ writes a repository outside its own lock). Every cache entry is set whole, never
 method answers from what it read or computed itself, never by reading back an entry another
 thread may meanwhile have dropped (a full cache is emptied) or replaced (the per-tip entries); two
 threads may compute the same fact twice, which is harmless. Git serialises its own pipes.
-Does not: know where refs point now (gitrepo.py asks git that every time) or Porch's layout.
+Does not: know where refs point now (git/repository.py asks git that every time) or Porch's layout.
 """
 
 from __future__ import annotations
@@ -32,13 +32,12 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from porchvariant.embedded import _gitmessages as messages
-from porchvariant.embedded import _gitrefs as refs
-from porchvariant.embedded._gitcli import Git
-from porchvariant.embedded._giterrors import GitCommandError
-from porchvariant.embedded._gitmessages import Task
-from porchvariant.embedded._gitobjects import ObjectStore
-from porchvariant.embedded._gitrefs import KPTFILE
+from porchvariant.embedded.git import messages, refs
+from porchvariant.embedded.git.commands import Git
+from porchvariant.embedded.git.errors import GitCommandError
+from porchvariant.embedded.git.messages import Task
+from porchvariant.embedded.git.objects import ObjectStore
+from porchvariant.embedded.git.refs import KPTFILE
 from reconcile.patching import clone
 
 _PACKAGE_CACHE_LIMIT = 100_000

@@ -3,11 +3,11 @@
 Promises: a change is planned in memory first (a `Plan`: every new blob, tree and commit with the
 id computed here), and `ObjectStore.store` then writes only what git lacks, as loose objects,
 without starting a git process.
-Writing objects moves no ref, so a plan stored and never referenced stays invisible (gitrepo.py
+Writing objects moves no ref, so a plan stored and never referenced stays invisible (git/repository.py
 moves the refs afterwards, in one transaction). Only the trees on the path from the root to a
 replaced directory are rebuilt; every other subtree is reused by id.
 
-Does not: know Porch's layout or messages (gitrepo.py, _gitmessages.py), or lock anything.
+Does not: know Porch's layout or messages (git/repository.py, git/messages.py), or lock anything.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from porchvariant.embedded import _gitmessages as messages
-from porchvariant.embedded._gitcli import Git
-from porchvariant.embedded._giterrors import InvalidRequest, NotFound
-from porchvariant.embedded._gitmessages import PORCH_SIGNATURE, Signature
+from porchvariant.embedded.git import messages
+from porchvariant.embedded.git.commands import Git
+from porchvariant.embedded.git.errors import InvalidRequest, NotFound
+from porchvariant.embedded.git.messages import PORCH_SIGNATURE, Signature
 
 TREE_MODE, FILE_MODE, EXEC_MODE, LINK_MODE = "40000", "100644", "100755", "120000"
 FILE_MODES = (FILE_MODE, EXEC_MODE)

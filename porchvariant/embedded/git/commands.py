@@ -1,6 +1,6 @@
 """The git CLI under the embedded Porch: one-shot commands and two long-lived `git cat-file`s.
 
-Owns every git process gitrepo.py starts. One-shot commands (`for-each-ref`, `ls-tree`, `log`)
+Owns every git process git/repository.py starts. One-shot commands (`for-each-ref`, `ls-tree`, `log`)
 run to completion and are waited for. Object reads go through a persistent `git cat-file --batch`
 (contents) and `--batch-check` (ids and types), and ref transactions through a persistent `git
 update-ref --stdin`, each started on first use and stopped by `close()`, by leaving a `with`
@@ -11,7 +11,7 @@ Why the CLI and not GitPython's object database: ecosystem.md §6 measured it (l
 packed tags: 651 ms against 5.5 ms with `for-each-ref`; two `cat-file` children per live Repo
 that leak unless closed). The CLI also reads every repository format git itself reads.
 
-Does not: know Porch's layout (gitrepo.py, _gitrefs.py) or lock anything (gitrepo.py holds the
+Does not: know Porch's layout (git/repository.py, git/refs.py) or lock anything (git/repository.py holds the
 locks; this module only serialises use of its own pipes).
 """
 
@@ -29,7 +29,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, NamedTuple
 
-from porchvariant.embedded._giterrors import Conflict, GitCommandError, InvalidRequest, NotFound
+from porchvariant.embedded.git.errors import Conflict, GitCommandError, InvalidRequest, NotFound
 
 # A clean environment: nothing inherited may point git at another repository, index or tree.
 _DROPPED_ENV = (

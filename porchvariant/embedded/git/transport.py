@@ -1,15 +1,15 @@
 """The wire to a remote git server: which URLs are allowed, how credentials reach git, and how one
 git command that talks to the server is run.
 
-Owns: `url_problem` (https://, and http:// only to a loopback address; ssh URLs as _gitssh.py
+Owns: `url_problem` (https://, and http:// only to a loopback address; ssh URLs as git/ssh.py
 allows them; no credentials in URLs), `BasicAuth` (Porch's `kubernetes.io/basic-auth` Secret:
-username, password or token) and, for ssh, `SshAuth` (from _gitssh.py: a private key and known
+username, password or token) and, for ssh, `SshAuth` (from git/ssh.py: a private key and known
 hosts), and `Transport.run`, which runs one `git fetch`/`git push` against the server with:
 
 * credentials handed over through an anonymous in-memory file (memfd, mode 0600) that only that
   git process tree inherits. Over https a one-line credential helper (`cat /proc/self/fd/N`)
   given on the command line reads it; over ssh, GIT_SSH_COMMAND names the key and the known hosts
-  as `/proc/$PPID/fd/N` (why not `self`: _gitssh.py). The password or key is never in an argument
+  as `/proc/$PPID/fd/N` (why not `self`: git/ssh.py). The password or key is never in an argument
   (`ps`), an environment variable, the URL, a config file or any file on disk; every other
   credential helper, ssh config, agent and known_hosts file is switched off, so none can store
   it. It is asked for afresh on every command, so a rotated Secret is used at once.
@@ -27,8 +27,8 @@ hosts), and `Transport.run`, which runs one `git fetch`/`git push` against the s
 
 One Transport serves both wires, with the same `run`: the URL chooses (`is_ssh_url`), and the
 credentials must fit it (BasicAuth or none for https, SshAuth for ssh). What is particular to ssh
-(its URL grammar, its command line, what its errors mean) lives in _gitssh.py.
-Does not: know refs, mirrors or Porch's layout (_gitmirror.py).
+(its URL grammar, its command line, what its errors mean) lives in git/ssh.py.
+Does not: know refs, mirrors or Porch's layout (git/mirror.py).
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 
-from porchvariant.embedded import _gitssh
-from porchvariant.embedded._giterrors import RemoteError
-from porchvariant.embedded._gitssh import SshAuth, is_ssh_url
+from porchvariant.embedded.git import ssh
+from porchvariant.embedded.git.errors import RemoteError
+from porchvariant.embedded.git.ssh import SshAuth, is_ssh_url
 
 LOW_SPEED_LIMIT = 1000  # bytes/s; slower than this for low_speed_time seconds and git gives up
 _KEPT_ENV = ("PATH", "HOME", "TMPDIR", "http_proxy", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY",
@@ -83,7 +83,7 @@ def is_remote(url: str) -> bool:
 def url_problem(url: str) -> str | None:
     """Why the embedded Porch will not talk to `url`, or None when it will."""
     if is_ssh_url(url):
-        return _gitssh.ssh_url_problem(url)
+        return ssh.ssh_url_problem(url)
     try:
         parsed = urllib.parse.urlsplit(url)
         host = parsed.hostname or ""
@@ -150,7 +150,7 @@ class Transport:
                                   "and was stopped", reason="Timeout") from None
         if proc.returncode != 0:
             text = _scrub(err.decode(errors="replace"), auth)
-            summary, reason = (_gitssh.summary(text), _gitssh.reason(text) or _reason(text)) if self.ssh \
+            summary, reason = (ssh.summary(text), ssh.reason(text) or _reason(text)) if self.ssh \
                 else (_summary(text), _reason(text))
             raise RemoteError(f"{self.url}: {summary}", reason=reason,
                               stdout=_scrub(out.decode(errors="replace"), auth))
@@ -188,13 +188,13 @@ class Transport:
         if not isinstance(auth, SshAuth):
             raise RemoteError(f"{self.url}: an ssh repository needs a private key and known hosts",
                               reason="SecretError")
-        if problem := _gitssh.private_key_problem(auth.private_key):
+        if problem := ssh.private_key_problem(auth.private_key):
             raise RemoteError(f"{self.url}: {problem}", reason="SecretError")
-        if problem := _gitssh.known_hosts_problem(auth.known_hosts):
+        if problem := ssh.known_hosts_problem(auth.known_hosts):
             raise RemoteError(f"{self.url}: {problem}", reason="HostKeyUnknown")
-        key = stack.enter_context(_memory_file(_gitssh.as_file(auth.private_key)))
-        hosts = stack.enter_context(_memory_file(_gitssh.as_file(auth.known_hosts)))
-        command = _gitssh.ssh_command(key, hosts, connect_timeout=self.options.low_speed_time)
+        key = stack.enter_context(_memory_file(ssh.as_file(auth.private_key)))
+        hosts = stack.enter_context(_memory_file(ssh.as_file(auth.known_hosts)))
+        command = ssh.ssh_command(key, hosts, connect_timeout=self.options.low_speed_time)
         return [], {"GIT_SSH_COMMAND": command, "GIT_SSH_VARIANT": "ssh"}, (key, hosts)
 
     @staticmethod

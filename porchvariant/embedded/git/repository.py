@@ -1,16 +1,16 @@
 """Package revisions in one local git repository, laid out exactly as Porch lays them out.
 
 Owns: the git side of the embedded Porch for one Repository (a git repository, a branch B and an
-optional directory D): finding packages and their revisions in refs (read by _gitlisting.py),
+optional directory D): finding packages and their revisions in refs (read by git/listing.py),
 reading and writing a revision's files, moving revisions through their lifecycle, and the
 PackageRevision metadata Porch keeps outside git. What never changes about a git object (a
-commit's author and tasks, a tree's files) is read once and remembered (_gitfacts.py), so a handle
+commit's author and tasks, a tree's files) is read once and remembered (git/facts.py), so a handle
 reads git again only for where refs point now. Leaves to its neighbours: the API objects (names,
 UIDs, status), tasks (clone, edit, upgrade), rendering, and Porch's API-level rules such as
 "approve only Proposed".
 
-Layout (spec porchvariant.md (d), Porch's pkg/externalrepo/git; _gitrefs.py has the ref names,
-_gitmessages.py the message bytes). A package is any directory under D holding a Kptfile (not
+Layout (spec porchvariant.md (d), Porch's pkg/externalrepo/git; git/refs.py has the ref names,
+git/messages.py the message bytes). A package is any directory under D holding a Kptfile (not
 looked for inside another package). Published revision N of package P is the lightweight tag
 `P/vN` on an approval commit on B; a tag `P/<x>` with x not a number is published with revision
 -1 and workspace x; tags without "/" are ignored. Drafts and Proposed revisions are the branches
@@ -25,10 +25,10 @@ Porch gets from a push. In a non-bare repository git's own rule for pushes appli
 checked out in a working tree is not moved unless `receive.denyCurrentBranch` is `ignore` or
 `warn` (the working tree is never touched).
 
-Remote repositories. Given a `remote` (a _gitmirror.Mirror), the handle works on that local
+Remote repositories. Given a `remote` (a mirror.Mirror), the handle works on that local
 mirror exactly as on a local repository, fetches it when opened (and on `fetch()`), and before
 any of its refs move, `_move_refs` pushes the same change to the server, atomically and with a
-lease on every ref's old value (_gitmirror.py); only after the server took it do the mirror's
+lease on every ref's old value (git/mirror.py); only after the server took it do the mirror's
 refs move (each from the value the server had), so a write is visible only once it is on the
 server. A draft's creation and a write of its resources are checked against the mirror with the
 handle's lock held but push after letting it go, so that writers in several threads push at
@@ -52,8 +52,8 @@ Locks. Writers take a per-handle thread lock and then an exclusive flock(2) on
 interleave a read-compute-write; the old-value checks catch any other writer (Porch, git push).
 For a remote, the lock covers the mirror (reading and planning, the check of the caller's values,
 moving its refs, fetching), not the push of a draft's creation or resources write, for which the
-server's leases are the compare-and-swap. Readers take no lock: the handle's caches (_gitfacts.py)
-and git pipes (_gitcli.py) may be used by several threads at once.
+server's leases are the compare-and-swap. Readers take no lock: the handle's caches (git/facts.py)
+and git pipes (git/commands.py) may be used by several threads at once.
 
 Metadata (labels, annotations, ownerReferences, finalizers) is kept in git, so it survives a
 restart and travels with the repository: one ref per revision, `refs/porchkit/metadata/<P>/<ws>`
@@ -92,10 +92,9 @@ from dataclasses import replace
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from porchvariant.embedded import _gitmessages as messages
-from porchvariant.embedded import _gitrefs as refs
-from porchvariant.embedded._gitcli import Git, checked_out_branches, open_git_dir
-from porchvariant.embedded._giterrors import (
+from porchvariant.embedded.git import messages, refs
+from porchvariant.embedded.git.commands import Git, checked_out_branches, open_git_dir
+from porchvariant.embedded.git.errors import (
     Conflict,
     GitCommandError,
     GitRepositoryError,
@@ -103,12 +102,12 @@ from porchvariant.embedded._giterrors import (
     NotFound,
     RemoteError,
 )
-from porchvariant.embedded._gitfacts import ObjectFacts, metadata_bytes, text_of
-from porchvariant.embedded._gitlisting import Lifecycle, Probe, Revision, RevisionReader, package_name
-from porchvariant.embedded._gitmessages import PORCH_SIGNATURE, Signature, Task
-from porchvariant.embedded._gitmirror import Mirror, PushRejected, RefUpdate
-from porchvariant.embedded._gitobjects import EXEC_MODE, FILE_MODE, FILE_MODES, ObjectStore, Plan
-from porchvariant.embedded._gitrefs import KPTFILE
+from porchvariant.embedded.git.facts import ObjectFacts, metadata_bytes, text_of
+from porchvariant.embedded.git.listing import Lifecycle, Probe, Revision, RevisionReader, package_name
+from porchvariant.embedded.git.messages import PORCH_SIGNATURE, Signature, Task
+from porchvariant.embedded.git.mirror import Mirror, PushRejected, RefUpdate
+from porchvariant.embedded.git.objects import EXEC_MODE, FILE_MODE, FILE_MODES, ObjectStore, Plan
+from porchvariant.embedded.git.refs import KPTFILE
 
 __all__ = [
     "METADATA_FIELDS",

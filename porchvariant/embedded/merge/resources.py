@@ -8,17 +8,17 @@ on the cases in testdata/porchvariant/upgrade/.
 What it does, file by file:
 
 * YAML files (`*.yaml`, `*.yml`): every document is matched across the three versions by kpt's
-  identity, its path plus group, kind, namespace and name (`_merge_documents`: the `kpt-merge`
+  identity, its path plus group, kind, namespace and name (`documents.py`: the `kpt-merge`
   comment and upstream-identifier annotation are honoured). A resource only local has is kept;
   one only upstream added is added (appended to local's file of that name, or in a new file with
   upstream's text); one local deleted stays deleted, even if upstream changed it; one upstream
   deleted is deleted unless local changed its data. The rest is merged field by field
-  (`_merge3`): a field changed on one side takes that side's value, and where both changed,
+  (`three_way.py`): a field changed on one side takes that side's value, and where both changed,
   upstream wins, except that maps merge by key and associative lists (containers by name, ports
-  by containerPort and protocol, env by name, ...: `_merge_schema`) by element. A file left with
+  by containerPort and protocol, env by name, ...: `schema.py`) by element. A file left with
   no resources is deleted.
 * Kptfiles: `metadata.annotations`, `metadata.labels`, `info`, `pipeline` and `inventory` merge
-  3-way, pipeline functions matched by name or else by image (`_merge_kptfile`); the rest is
+  3-way, pipeline functions matched by name or else by image (`kptfile.py`); the rest is
   local's. `upstream` and `upstreamLock` are NOT updated: the caller sets them to the new upstream.
 * Every other file: kept if local added or changed it; otherwise upstream's version, or deleted
   if upstream deleted it. As in kpt, a file local deleted comes back if upstream still has it,
@@ -26,7 +26,7 @@ What it does, file by file:
 
 Text: a file the merge does not change comes back byte for byte; in a changed file only the
 documents whose data changed are rewritten, keeping comments, key order, quoting and indentation
-(`krmyaml.textedit`, `_merge_apply`). New keys go before the key that follows them upstream.
+(`krmyaml.textedit`, `apply.py`). New keys go before the key that follows them upstream.
 
 Deliberate differences from kpt 1.0.0-beta.56 (all but the first two change data):
 
@@ -63,11 +63,11 @@ from typing import Any
 import krmyaml
 import krmyaml.schema
 from krmyaml import textedit
-from porchvariant.embedded._merge3 import MISSING, merge, same
-from porchvariant.embedded._merge_apply import apply
-from porchvariant.embedded._merge_documents import UPSTREAM_IDENTIFIER, Document, Piece, YamlFile, join, read_file
-from porchvariant.embedded._merge_kptfile import merge_kptfile
-from porchvariant.embedded._merge_schema import ListKeys, inferred_list_keys, kubernetes_list_keys
+from porchvariant.embedded.merge.apply import apply
+from porchvariant.embedded.merge.documents import UPSTREAM_IDENTIFIER, Document, Piece, YamlFile, join, read_file
+from porchvariant.embedded.merge.kptfile import merge_kptfile
+from porchvariant.embedded.merge.schema import ListKeys, inferred_list_keys, kubernetes_list_keys
+from porchvariant.embedded.merge.three_way import MISSING, merge, same
 from porchvariant.errors import MutationError
 
 __all__ = ["merge_packages"]

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from porchvariant.embedded._merge3 import MISSING, merge
-from porchvariant.embedded._merge_schema import inferred_list_keys
+from porchvariant.embedded.merge.schema import inferred_list_keys
+from porchvariant.embedded.merge.three_way import MISSING, merge
 
 __all__ = ["merge_kptfile"]
 

@@ -1,4 +1,4 @@
-"""The errors the git layer of the embedded Porch raises on purpose (re-exported by gitrepo.py).
+"""The errors the git layer of the embedded Porch raises on purpose (re-exported by git/repository.py).
 
     PorchVariantError
     └── GitRepositoryError   base; str() is one line for a person

@@ -16,8 +16,8 @@ server moved first (nothing was changed there). Any other failure is a RemoteErr
 go out together, one push at a time per mirror (group commit), each writer with its own
 outcome.
 
-Does not: move the mirror's own refs after a push (gitrepo.py does, in the same lock), lock the
-mirror against concurrent writers (gitrepo.py's flock), or choose credentials (_gittransport.py).
+Does not: move the mirror's own refs after a push (git/repository.py does, in the same lock), lock the
+mirror against concurrent writers (git/repository.py's flock), or choose credentials (git/transport.py).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from porchvariant.embedded._gitcli import run_git
-from porchvariant.embedded._giterrors import Conflict, RemoteError
-from porchvariant.embedded._gittransport import Transport
+from porchvariant.embedded.git.commands import run_git
+from porchvariant.embedded.git.errors import Conflict, RemoteError
+from porchvariant.embedded.git.transport import Transport
 
 # push_together's pushes on the wire at once, per mirror. One: while it is out, every other writer
 # of that repository joins the next, and a push costs about the same for one ref as for forty

@@ -6,14 +6,14 @@ never changed. The rules are kpt's resource-merge (kyaml's merge3) where it give
 * a value upstream did not change stays as local has it; one local did not change takes the
   upstream value; when both sides made the same change it is kept. As in kpt, a scalar that only
   gained or lost quotes (`1` to `"1"`) did not change;
-* both changed: maps merge key by key; associative lists (`_merge_schema`) element by element,
+* both changed: maps merge key by key; associative lists (`schema.py`) element by element,
   local's elements in local's order and upstream's new ones after them; for everything else
   (scalars, atomic lists, a value whose type changed) upstream wins;
 * upstream deleted, local changed: a map (an element of an associative list too) keeps only what
   local added to it, and is deleted if that is nothing; anything else is deleted;
 * local deleted, upstream changed: upstream's value comes back.
 
-Where kpt 1.0.0-beta.56 does otherwise, on purpose (see resource_merge.py for the list): it leaves
+Where kpt 1.0.0-beta.56 does otherwise, on purpose (see merge/resources.py for the list): it leaves
 `{}` behind where a map was deleted on one side and not changed on the other, brings back only the
 changed fields of a map local deleted, keeps local's order of an associative list local did not
 touch while upstream reordered it, fails with `wrong node kind` when a value's type changed, and
@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from krmyaml.textedit import same_data
-from porchvariant.embedded._merge_schema import ANY, ListKeys, Path, element_key
+from porchvariant.embedded.merge.schema import ANY, ListKeys, Path, element_key
 
 __all__ = ["MISSING", "merge", "same", "unchanged"]
 

@@ -19,7 +19,7 @@ handed down as descriptors are gone by the time ssh reads its files; the path na
 git process that started ssh still holds (git runs GIT_SSH_COMMAND through `sh -c`, which
 expands $PPID to that git's process id). The key's text is in no argument and no variable.
 
-Does not: run git or make the descriptors (_gittransport.py), read Secrets (_porch_remotes.py).
+Does not: run git or make the descriptors (git/transport.py), read Secrets (_porch_remotes.py).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@
   `porchkit` installed with this code: `installed_programs()`), so that `exec: porchkit fn ...`
   runs this porchkit whether or not its directory is on the user's PATH;
 * without kpt, porchkit's own functions (the `in_process` callables, keyed by their `exec:` string)
-  run in this process (_render_inprocess.py).
+  run in this process (render/inprocess.py).
 
 `PipelineRenderer` is the embedded Porch's `Renderer` built on it: told by the `RenderContext`
 whether the revision's Repository allows exec functions, with kpt and the programs looked up
@@ -44,8 +44,8 @@ from typing import Any, NamedTuple, Protocol
 
 import krmyaml
 from krmyaml import textedit
-from porchvariant.embedded._render_inprocess import InProcessFunction, render_in_process
-from porchvariant.embedded._render_pipeline import (
+from porchvariant.embedded.render.inprocess import InProcessFunction, render_in_process
+from porchvariant.embedded.render.pipeline import (
     KPTFILE,
     Obj,
     RenderError,

@@ -1,12 +1,12 @@
-"""Package revisions read from refs, as Porch lays them out (gitrepo.py's module doc has the layout).
+"""Package revisions read from refs, as Porch lays them out (git/repository.py's module doc has the layout).
 
 Owns: the `Revision` and `Lifecycle` values, and reading them back from one repository's refs
 for a branch B and a directory D: one `git for-each-ref` over B, drafts/, proposed/,
 deletionProposed/ and tags/ (or just one package's), the packages on B (placeholders), and
 whether each tag and draft holds a Kptfile (Porch lists nothing else); `probe`, the cheap
 check that a revision read earlier is still where it was; and `publication`, who published a
-revision and when. What never changes about the objects involved is remembered by _gitfacts.py.
-Does not: write anything, or lock (gitrepo.py).
+revision and when. What never changes about the objects involved is remembered by git/facts.py.
+Does not: write anything, or lock (git/repository.py).
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
-from porchvariant.embedded import _gitmessages as messages
-from porchvariant.embedded import _gitrefs as refs
-from porchvariant.embedded._gitcli import Git
-from porchvariant.embedded._gitfacts import ObjectFacts
-from porchvariant.embedded._gitrefs import KPTFILE
+from porchvariant.embedded.git import messages, refs
+from porchvariant.embedded.git.commands import Git
+from porchvariant.embedded.git.facts import ObjectFacts
+from porchvariant.embedded.git.refs import KPTFILE
 
 
 class Lifecycle(StrEnum):

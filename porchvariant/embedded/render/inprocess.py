@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from krmyaml import textedit
-from porchvariant.embedded._render_pipeline import KPTFILE, Function, Obj, RenderError, result_list, safe_path
+from porchvariant.embedded.render.pipeline import KPTFILE, Function, Obj, RenderError, result_list, safe_path
 
 InProcessFunction = Callable[[Obj], Obj]
 """Takes a ResourceList and returns one (items, and optionally results), like a KRM function."""

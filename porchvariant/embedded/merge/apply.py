@@ -3,7 +3,7 @@
 `apply` edits krmyaml.textedit's round-trip data in place with its helpers, so that an entry whose value is
 unchanged keeps its place and its comments, and a changed scalar keeps its quoting and its line
 comment. List items are carried over to the merged list by identity: first an item with the same
-data, then a map with the same merge key (`_merge_schema`), then the map sharing most entries
+data, then a map with the same merge key (`schema.py`), then the map sharing most entries
 with it (the nearest on a tie), or, when the list keeps its length, the map at the same position;
 an item matched by key or likeness is edited in place, so its comments stay. A new string in a
 list whose strings are all quoted alike is quoted so too. New keys go where the merge put them
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from krmyaml.textedit import common_quoting, remove_key, replace_items, same_data, set_key, to_plain
-from porchvariant.embedded._merge_schema import ANY, ListKeys, Path, element_key
+from porchvariant.embedded.merge.schema import ANY, ListKeys, Path, element_key
 
 __all__ = ["apply"]
 

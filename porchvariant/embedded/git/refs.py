@@ -12,7 +12,7 @@ registered branch B, Porch names (pkg/externalrepo/git/ref.go):
 
 porchkit adds one namespace Porch never fetches (it fetches refs/heads/* and refs/tags/* only):
 
-    refs/porchkit/metadata/<P>/<ws>     the revision's Kubernetes metadata (gitrepo.py says why)
+    refs/porchkit/metadata/<P>/<ws>     the revision's Kubernetes metadata (git/repository.py says why)
 
 A package is a directory holding a Kptfile (a file); Porch does not look for packages inside a
 package (package_tree.go, discoverPackages).
@@ -32,7 +32,7 @@ METADATA = "refs/porchkit/metadata/"
 
 KPTFILE = "Kptfile"
 # `git for-each-ref` output: name and target of each ref, NUL-terminated (what they point at is
-# read, once per object id, through `git cat-file`: see gitrepo.py).
+# read, once per object id, through `git cat-file`: see git/repository.py).
 TARGET_FORMAT = "%(refname)%00%(objectname)%00"
 
 # Go's strconv.Atoi after Porch strips one leading "v" (repository.Revision2Int).
