@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlparse
 
 from krmyaml import textedit
 from porchvariant.embedded.merge import resources as resource_merge
+from porchvariant.errors import PorchVariantError
 
 KPTFILE = "Kptfile"
 PACKAGE_CONTEXT = "package-context.yaml"
@@ -28,7 +29,7 @@ _UPSTREAM_BEFORE = ("upstreamLock", "info", "pipeline", "inventory", "status")
 _LOCK_BEFORE = ("info", "pipeline", "inventory", "status")
 
 
-class TaskError(ValueError):
+class TaskError(PorchVariantError):
     """A task that cannot run; its message is the API error's."""
 
 

@@ -284,7 +284,7 @@ class EmbeddedPorch:
                 try:
                     revision = new.repo.git.create_draft(new.path, new.context.workspace, files, task=new.task,
                                                          metadata=new.kept)
-                except gitrepo.Conflict as err:  # its draft or proposed branch appeared in the meantime
+                except gitrepo.GitConflict as err:  # its draft or proposed branch appeared in the meantime
                     raise AlreadyExists(f'{_plural(PACKAGE_REVISION)}.{_GROUP} "{new.context.name}" '
                                         "already exists") from err
             with self._lock, _git_errors():
@@ -703,11 +703,11 @@ def _git_errors() -> Iterator[None]:
         yield
     except ApiError:
         raise
-    except gitrepo.NotFound as err:
+    except gitrepo.GitNotFound as err:
         raise NotFound(str(err)) from err
-    except gitrepo.Conflict as err:
+    except gitrepo.GitConflict as err:
         raise Conflict(str(err)) from err
-    except gitrepo.InvalidRequest as err:
+    except gitrepo.GitInvalidRequest as err:
         raise Invalid(str(err)) from err
     except gitrepo.GitRepositoryError as err:
         raise ServerError(str(err)) from err

@@ -29,7 +29,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, NamedTuple
 
-from porchvariant.embedded.git.errors import Conflict, GitCommandError, InvalidRequest, NotFound
+from porchvariant.embedded.git.errors import GitCommandError, GitConflict, GitInvalidRequest, GitNotFound
 
 # A clean environment: nothing inherited may point git at another repository, index or tree.
 _DROPPED_ENV = (
@@ -74,24 +74,24 @@ class GitDir(NamedTuple):
 def open_git_dir(location: str) -> GitDir:
     """The git directory of a local path or file:// URL.
 
-    NotFound unless `location` itself is a git directory or holds `.git`: git is never allowed
+    GitNotFound unless `location` itself is a git directory or holds `.git`: git is never allowed
     to search upwards, which would silently open an enclosing repository.
     """
     if location.startswith("file://"):
         path = urllib.parse.unquote(urllib.parse.urlparse(location).path)
     elif _REMOTE_URL.match(location):
-        raise InvalidRequest(f"{location}: only local repositories (a path or file:// URL) are supported")
+        raise GitInvalidRequest(f"{location}: only local repositories (a path or file:// URL) are supported")
     else:
         path = location
     path = os.path.abspath(path)
     if not os.path.isdir(path):
-        raise NotFound(f"{location}: no such directory")
+        raise GitNotFound(f"{location}: no such directory")
     non_bare = os.path.exists(os.path.join(path, ".git"))
     args = ["rev-parse", "--absolute-git-dir", "--show-object-format", "--git-common-dir"]
     try:
         out = run_git(args, cwd=path) if non_bare else run_git(["--git-dir", path, *args])
     except GitCommandError as err:
-        raise NotFound(f"{location}: not a git repository") from err
+        raise GitNotFound(f"{location}: not a git repository") from err
     git_dir, algorithm, common = out.decode().splitlines()
     common = os.path.normpath(os.path.join(path if non_bare else os.getcwd(), common))
     return GitDir(git_dir, not non_bare, algorithm, os.path.join(common, "objects"))
@@ -196,7 +196,7 @@ class Git:
 
         Lines are `update REF NEW OLD`, `create REF NEW`, `delete REF [OLD]`, `verify REF OLD`.
         A ref that is not at its expected value (or exists where `create` wants none) raises
-        Conflict and leaves every ref as it was.
+        GitConflict and leaves every ref as it was.
 
         The transaction goes to a running `git update-ref --stdin` (start, the lines, prepare,
         commit; git answers "start: ok" and so on), which saves starting a process per write.
@@ -221,7 +221,7 @@ class Git:
                     break
         code = batch.proc.returncode
         if "cannot lock ref" in stderr or "reference already exists" in stderr:
-            raise Conflict(f"a ref moved since it was read: {stderr.strip().splitlines()[-1]}")
+            raise GitConflict(f"a ref moved since it was read: {stderr.strip().splitlines()[-1]}")
         raise GitCommandError(("update-ref", "--stdin"), code if code is not None else -1, stderr)
 
     # cat-file ----------------------------------------------------------------------------------

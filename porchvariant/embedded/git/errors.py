@@ -2,16 +2,16 @@
 
     PorchVariantError
     └── GitRepositoryError   base; str() is one line for a person
-        ├── NotFound         no such repository, branch or package revision
-        ├── Conflict         a ref moved (or appeared) since it was read; re-read and retry
-        ├── InvalidRequest   the request can never succeed as asked (wrong lifecycle, bad name,
+        ├── GitNotFound         no such repository, branch or package revision
+        ├── GitConflict         a ref moved (or appeared) since it was read; re-read and retry
+        ├── GitInvalidRequest   the request can never succeed as asked (wrong lifecycle, bad name,
         │                    no Kptfile, a checked-out branch git refuses to move)
         ├── GitCommandError  git itself failed unexpectedly; carries the command and stderr
         └── RemoteError      a git server could not be used (unreachable, authentication, TLS, a
                              refusal, a missing Secret); carries a condition `reason`. Nothing
                              was changed, neither there nor here
 
-The API layer maps them as an API server would: NotFound → 404, Conflict → 409, InvalidRequest →
+The API layer maps them as an API server would: GitNotFound → 404, GitConflict → 409, GitInvalidRequest →
 422, anything else (RemoteError too) → 500.
 """
 
@@ -26,15 +26,15 @@ class GitRepositoryError(PorchVariantError):
     """Base of every error the git layer raises on purpose."""
 
 
-class NotFound(GitRepositoryError):
+class GitNotFound(GitRepositoryError):
     """The repository, its branch or the package revision does not exist."""
 
 
-class Conflict(GitRepositoryError):
+class GitConflict(GitRepositoryError):
     """A ref is not where the caller last saw it (another writer won): nothing was changed."""
 
 
-class InvalidRequest(GitRepositoryError):
+class GitInvalidRequest(GitRepositoryError):
     """The request is not valid for this revision or name; retrying it cannot help."""
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from porchvariant.embedded.git.commands import run_git
-from porchvariant.embedded.git.errors import Conflict, RemoteError
+from porchvariant.embedded.git.errors import GitConflict, RemoteError
 from porchvariant.embedded.git.transport import Transport
 
 # push_together's pushes on the wire at once, per mirror. One: while it is out, every other writer
@@ -79,7 +79,7 @@ class _Waiting:
         self.error: BaseException | None = None
 
 
-class PushRejected(Conflict):
+class PushRejected(GitConflict):
     """The server's refs were not where the lease expected (someone pushed first); nothing changed."""
 
 

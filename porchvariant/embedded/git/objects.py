@@ -22,7 +22,7 @@ from typing import Any
 
 from porchvariant.embedded.git import messages
 from porchvariant.embedded.git.commands import Git
-from porchvariant.embedded.git.errors import InvalidRequest, NotFound
+from porchvariant.embedded.git.errors import GitInvalidRequest, GitNotFound
 from porchvariant.embedded.git.messages import PORCH_SIGNATURE, Signature
 
 TREE_MODE, FILE_MODE, EXEC_MODE, LINK_MODE = "40000", "100644", "100755", "120000"
@@ -73,13 +73,13 @@ class ObjectStore:
             return None
         found = self.git.read_object(commit)
         if found is None or found[0] != "commit":
-            raise NotFound(f"commit {commit} not found")
+            raise GitNotFound(f"commit {commit} not found")
         return found[1].split(b"\n", 1)[0].split()[1].decode()
 
     def entries(self, tree: str) -> list[tuple[str, str, str]]:
         found = self.git.read_object(tree)
         if found is None or found[0] != "tree":
-            raise NotFound(f"tree {tree} not found")
+            raise GitNotFound(f"tree {tree} not found")
         return messages.parse_tree(found[1], self.hash_size)
 
     def walk(self, tree: str, prefix: str = "") -> Iterator[tuple[str, str, str]]:
@@ -93,7 +93,7 @@ class ObjectStore:
     def blob(self, oid: str) -> bytes:
         found = self.git.read_object(oid)
         if found is None:
-            raise NotFound(f"blob {oid} not found")
+            raise GitNotFound(f"blob {oid} not found")
         return found[1]
 
     def files(self, tree: str) -> Iterator[tuple[str, str, bytes]]:
@@ -113,10 +113,10 @@ class ObjectStore:
             for part in dirs:
                 child = node.setdefault(part, {})
                 if not isinstance(child, dict):
-                    raise InvalidRequest(f"{path!r}: {part!r} is both a file and a directory")
+                    raise GitInvalidRequest(f"{path!r}: {part!r} is both a file and a directory")
                 node = child
             if isinstance(node.get(name), dict):
-                raise InvalidRequest(f"{path!r} is both a file and a directory")
+                raise GitInvalidRequest(f"{path!r} is both a file and a directory")
             node[name] = (mode, oid)
 
         def build(node: dict[str, Any]) -> str:
@@ -141,7 +141,7 @@ class ObjectStore:
                 child = tree
             else:
                 if existing is not None and existing[0] != TREE_MODE:
-                    raise InvalidRequest(f"{'/'.join(parts[:depth + 1])} is a file, not a directory")
+                    raise GitInvalidRequest(f"{'/'.join(parts[:depth + 1])} is a file, not a directory")
                 child = rebuild(existing[2] if existing else None, depth + 1)
             if child is not None:
                 kept.append((TREE_MODE, name, child))

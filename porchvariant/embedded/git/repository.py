@@ -35,15 +35,15 @@ handle's lock held but push after letting it go, so that writers in several thre
 once, their changes joined into one push per mirror at a time (`Mirror.push_together`);
 every other write pushes with the lock held. When the server moved first (a lost lease), the
 mirror is fetched and the whole operation runs again on what is there now, up to PUSH_ATTEMPTS
-times, then Conflict; a value the caller brought (the draft it read) that is no longer the
-server's fails with Conflict, at once, or after that fetch when the mirror lagged. `verify`
+times, then GitConflict; a value the caller brought (the draft it read) that is no longer the
+server's fails with GitConflict, at once, or after that fetch when the mirror lagged. `verify`
 lines are checked against the mirror only (a push cannot verify a ref it does not change).
 
 Crash safety. Every change writes its objects first (blobs, trees, commit; unreferenced until the
 end, so invisible) and then moves all of its refs in one `git update-ref` transaction,
 each ref with its expected old value. A process killed before the transaction leaves only
 unreferenced objects, which `git gc` prunes; a ref that moved in between makes the whole
-transaction fail with Conflict. (Git's files backend commits a transaction by renaming one lock
+transaction fail with GitConflict. (Git's files backend commits a transaction by renaming one lock
 file per ref; only a crash inside those few renames can apply part of it, e.g. an approval's tag
 without the draft branch's deletion. Nothing is ever half-written.)
 
@@ -95,11 +95,11 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from porchvariant.embedded.git import messages, refs
 from porchvariant.embedded.git.commands import Git, checked_out_branches, open_git_dir
 from porchvariant.embedded.git.errors import (
-    Conflict,
     GitCommandError,
+    GitConflict,
+    GitInvalidRequest,
+    GitNotFound,
     GitRepositoryError,
-    InvalidRequest,
-    NotFound,
     RemoteError,
 )
 from porchvariant.embedded.git.facts import ObjectFacts, metadata_bytes, text_of
@@ -111,13 +111,13 @@ from porchvariant.embedded.git.refs import KPTFILE
 
 __all__ = [
     "METADATA_FIELDS",
-    "Conflict",
+    "GitConflict",
     "GitCommandError",
     "GitPackageRepository",
     "GitRepositoryError",
-    "InvalidRequest",
+    "GitInvalidRequest",
     "Lifecycle",
-    "NotFound",
+    "GitNotFound",
     "Probe",
     "RemoteError",
     "Revision",
@@ -146,7 +146,7 @@ def _retried_on_lost_push(method: Callable[Concatenate[GitPackageRepository, _P]
             except PushRejected as err:
                 self.fetch()
                 if attempt == PUSH_ATTEMPTS:
-                    raise Conflict(f"{err} ({PUSH_ATTEMPTS} attempts); try again") from err
+                    raise GitConflict(f"{err} ({PUSH_ATTEMPTS} attempts); try again") from err
         raise AssertionError("unreachable")
 
     return wrapper
@@ -166,7 +166,7 @@ class GitPackageRepository:
         create_branch: bool = False,
         remote: Mirror | None = None,
     ) -> None:
-        """Open `location` (a path or file:// URL); NotFound if it or the branch is missing.
+        """Open `location` (a path or file:// URL); GitNotFound if it or the branch is missing.
 
         With `remote`, `location` is ignored: the handle works on the remote's mirror, fetched
         now (RemoteError if the server cannot be used), and pushes every write there first.
@@ -180,9 +180,9 @@ class GitPackageRepository:
         self.branch = branch
         self.directory = directory.strip("/")
         if problem := refs.path_problem(branch, "branch"):
-            raise InvalidRequest(problem)
+            raise GitInvalidRequest(problem)
         if self.directory and (problem := refs.path_problem(self.directory, "directory")):
-            raise InvalidRequest(problem)
+            raise GitInvalidRequest(problem)
         name, mail = messages.clean_identity(author), messages.clean_identity(email)
         self.author = Signature(name or mail, mail) if (name or mail) else PORCH_SIGNATURE
         found = open_git_dir(str(remote.path) if remote is not None else self.location)
@@ -199,7 +199,7 @@ class GitPackageRepository:
                 self.fetch()
             if self._read_ref(refs.branch_ref(branch)) is None:
                 if not create_branch:
-                    raise NotFound(f"branch {branch!r} does not exist in {self.location}")
+                    raise GitNotFound(f"branch {branch!r} does not exist in {self.location}")
                 self._create_branch()
         except BaseException:
             self.close()
@@ -248,11 +248,11 @@ class GitPackageRepository:
         return sorted({revision.package for revision in self.list_revisions()})
 
     def get_revision(self, package: str, workspace: str) -> Revision:
-        """The revision of P with workspace ws; NotFound if there is none."""
+        """The revision of P with workspace ws; GitNotFound if there is none."""
         for revision in self.list_revisions(package):
             if revision.workspace == workspace:
                 return revision
-        raise NotFound(f"package revision {package}/{workspace} not found in {self.location}")
+        raise GitNotFound(f"package revision {package}/{workspace} not found in {self.location}")
 
     def read_files(self, revision: Revision) -> dict[str, bytes]:
         """Every regular file of the revision, path relative to the package → bytes."""
@@ -316,7 +316,7 @@ class GitPackageRepository:
                      *, task: Task | None = None, metadata: Mapping[str, Any] | None = None) -> Revision:
         """A new Draft `drafts/P/ws`: one commit on B's tip holding exactly `files` at P.
 
-        `files` must include a Kptfile. Conflict if a Draft or Proposed (P, ws) already exists.
+        `files` must include a Kptfile. GitConflict if a Draft or Proposed (P, ws) already exists.
         With B missing (an empty repository), the commit has no parent, as in Porch. `metadata`
         (as for `write_metadata`) is stored in the same transaction.
         """
@@ -347,7 +347,7 @@ class GitPackageRepository:
                         task: Task | None = None, keep_binary: bool = True) -> Revision:
         """One commit on a Draft's branch replacing the package with `files`; the new Revision.
 
-        Conflict if the draft moved since `revision` was read. See the module doc for what
+        GitConflict if the draft moved since `revision` was read. See the module doc for what
         `keep_binary` keeps.
         """
         self._require(revision, Lifecycle.DRAFT, "write to")
@@ -396,12 +396,13 @@ class GitPackageRepository:
         and the draft/proposed branch is deleted, all in one transaction.
         """
         if revision.lifecycle not in (Lifecycle.DRAFT, Lifecycle.PROPOSED):
-            raise InvalidRequest(f"cannot approve {revision.package}/{revision.workspace}: it is {revision.lifecycle}")
+            raise GitInvalidRequest(f"cannot approve {revision.package}/{revision.workspace}: "
+                                    f"it is {revision.lifecycle}")
         branch_ref = refs.branch_ref(self.branch)
         with self._exclusive():
             tip = self._read_ref(branch_ref)
             if tip is None:
-                raise NotFound(f"cannot approve: branch {self.branch!r} does not exist")
+                raise GitNotFound(f"cannot approve: branch {self.branch!r} does not exist")
             number = self._next_revision(revision.package)
             plan = self._objects.plan()
             root = self._objects.replace(self._objects.root_tree(tip), revision.package, revision.tree, plan)
@@ -455,7 +456,7 @@ class GitPackageRepository:
     def write_metadata(self, revision: Revision, metadata: Mapping[str, Any]) -> str:
         """Store (P, ws)'s metadata in git, replacing what was there; an all-empty dict removes it.
 
-        Only METADATA_FIELDS are kept (InvalidRequest for any other key). The last writer wins;
+        Only METADATA_FIELDS are kept (GitInvalidRequest for any other key). The last writer wins;
         the API layer checks resourceVersions before it gets here. Returns the id of the blob
         now holding it, "" when there is none.
         """
@@ -495,7 +496,7 @@ class GitPackageRepository:
             touched = {line.split()[1] for line in lines if not line.startswith("verify")}
             checked_out = touched & checked_out_branches(self.git_dir)
             if checked_out and self._deny_current_branch():
-                raise InvalidRequest(
+                raise GitInvalidRequest(
                     f"branch {sorted(checked_out)[0]} is checked out in a working tree of {self.location}; "
                     "use a bare repository or set receive.denyCurrentBranch=ignore")
         if self._remote is None:
@@ -525,7 +526,7 @@ class GitPackageRepository:
         with self._exclusive():
             try:
                 self._git.update_refs([_mirror_line(update) for update in updates])
-            except Conflict:
+            except GitConflict:
                 self._remote.fetch()  # a fetch came first (or a writer outside this process): the server is right
 
     def _push_updates(self, lines: list[str]) -> list[RefUpdate]:
@@ -608,25 +609,25 @@ class GitPackageRepository:
     def _package_tree(self, files: Mapping[str, tuple[str, str]], plan: Plan) -> str:
         if KPTFILE not in files:
             # Porch reads no package back without one (UpdateDraftResources refuses the same).
-            raise InvalidRequest("package must contain a Kptfile at its root")
+            raise GitInvalidRequest("package must contain a Kptfile at its root")
         return self._objects.directory_tree(files, plan)
 
     # Internals: checks and values --------------------------------------------------------------
 
     def _check_new(self, package: str, workspace: str) -> None:
         if problem := refs.path_problem(package, "package"):
-            raise InvalidRequest(problem)
+            raise GitInvalidRequest(problem)
         if not refs.in_directory(package, self.directory):
-            raise InvalidRequest(f"package {package!r} is not under the repository's directory {self.directory!r}")
+            raise GitInvalidRequest(f"package {package!r} is not under the repository's directory {self.directory!r}")
         if problem := refs.path_problem(workspace, "workspace"):
-            raise InvalidRequest(problem)
+            raise GitInvalidRequest(problem)
         if "/" in workspace:
-            raise InvalidRequest(f"workspace {workspace!r} must not contain '/'")
+            raise GitInvalidRequest(f"workspace {workspace!r} must not contain '/'")
 
     @staticmethod
     def _require(revision: Revision, lifecycle: Lifecycle, action: str) -> None:
         if revision.lifecycle != lifecycle:
-            raise InvalidRequest(f"cannot {action} {revision.package}/{revision.workspace}: "
+            raise GitInvalidRequest(f"cannot {action} {revision.package}/{revision.workspace}: "
                                  f"it is {revision.lifecycle}, not {lifecycle}")
 
     def _new_revision(self, package: str, workspace: str, number: int, lifecycle: Lifecycle, version: str,
@@ -660,7 +661,7 @@ def _verify_line(line: str, zero: str) -> str:
 def _kept_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(metadata) - set(METADATA_FIELDS))
     if unknown:
-        raise InvalidRequest(f"metadata fields {unknown} are not kept; only {list(METADATA_FIELDS)}")
+        raise GitInvalidRequest(f"metadata fields {unknown} are not kept; only {list(METADATA_FIELDS)}")
     return {key: metadata[key] for key in METADATA_FIELDS if metadata.get(key)}
 
 
@@ -668,7 +669,7 @@ def _encode_files(files: Mapping[str, str | bytes]) -> dict[str, bytes]:
     out = {}
     for path, value in files.items():
         if problem := _file_path_problem(path):
-            raise InvalidRequest(problem)
+            raise GitInvalidRequest(problem)
         out[path] = value.encode() if isinstance(value, str) else bytes(value)
     return out
 

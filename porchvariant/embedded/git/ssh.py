@@ -12,7 +12,7 @@ Owns:
   only the given known hosts, strict host key checking that never writes a known_hosts file, and
   time limits (connect, and a server that stops answering);
 * what ssh's stderr means: `reason` (HostKeyUnknown, AuthenticationFailed, Unreachable,
-  NotFound) and `summary`, its one line.
+  GitNotFound) and `summary`, its one line.
 
 Why /proc/$PPID/fd/N: ssh closes every descriptor above 2 as it starts, so the key and known hosts
 handed down as descriptors are gone by the time ssh reads its files; the path names the copy the

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from krmyaml import textedit
+from porchvariant.errors import PorchVariantError
 
 Obj = dict[str, Any]
 
@@ -22,7 +23,7 @@ KPTFILE = "Kptfile"
 _MAX_MESSAGE = 400
 
 
-class RenderError(Exception):
+class RenderError(PorchVariantError):
     """A render that cannot go on; str() is the one line for status.error, `result` kpt's list if any."""
 
     def __init__(self, message: str, result: Obj | None = None) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from porchvariant.embedded.git.mirror import Mirror, mirror_path
-from porchvariant.embedded.git.repository import Conflict, GitPackageRepository, Lifecycle, NotFound, RemoteError
+from porchvariant.embedded.git.repository import GitConflict, GitNotFound, GitPackageRepository, Lifecycle, RemoteError
 from porchvariant.embedded.git.transport import BasicAuth, Transport
 from tests.gitservers.https import HttpsGitServer
 from tests.porchvariant.embedded.remote_support import Served
@@ -61,7 +61,7 @@ def test_a_write_from_a_stale_draft_is_a_conflict_and_changes_nothing(served: Se
     with served.open("prod", tmp_path / "cache") as repo:
         draft = repo.create_draft("web", "ws", draft_files("mine"))
         theirs = served.push_commit("prod", "web/note.txt", "theirs\n", branch="drafts/web/ws")
-        with pytest.raises(Conflict):
+        with pytest.raises(GitConflict):
             repo.write_resources(draft, draft_files("mine, again"))
         assert repo.get_revision("web", "ws").commit == theirs  # the mirror followed the server
     assert served.server.refs("prod.git")["refs/heads/drafts/web/ws"] == theirs
@@ -152,7 +152,7 @@ def test_a_missing_branch_is_not_found_unless_it_is_to_be_created(served: Served
     server.create_repo("empty.git")
     transport = Transport(server.url("empty.git"), ca_bundle=lambda: server.ca_pem,
                           credentials=lambda: BasicAuth(server.username, server.password))
-    with pytest.raises(NotFound, match="branch 'main' does not exist"):
+    with pytest.raises(GitNotFound, match="branch 'main' does not exist"):
         GitPackageRepository("", remote=Mirror(tmp_path / "cache", transport, "main"))
     with GitPackageRepository("", remote=Mirror(tmp_path / "cache", transport, "main"), create_branch=True):
         pass

@@ -24,11 +24,11 @@ from krmfn.testing import kpt_binary
 from porchvariant.embedded.git import messages
 from porchvariant.embedded.git.commands import Git
 from porchvariant.embedded.git.repository import (
-    Conflict,
+    GitConflict,
+    GitInvalidRequest,
+    GitNotFound,
     GitPackageRepository,
-    InvalidRequest,
     Lifecycle,
-    NotFound,
     Revision,
 )
 
@@ -157,7 +157,7 @@ def test_create_branch_uses_porchs_signature_even_with_a_configured_author(bare:
 
 
 def test_a_missing_branch_is_not_found_unless_it_may_be_created(bare: Path) -> None:
-    with pytest.raises(NotFound, match="branch 'main' does not exist"):
+    with pytest.raises(GitNotFound, match="branch 'main' does not exist"):
         GitPackageRepository(bare)
     assert refs_of_or_empty(bare) == {}
 
@@ -171,14 +171,14 @@ def test_a_directory_that_is_not_a_repository_is_not_found_even_inside_one(tmp_p
     outer = tmp_path / "outer"
     git(tmp_path, "init", "-q", str(outer))
     (outer / "plain").mkdir()
-    with pytest.raises(NotFound, match="not a git repository"):
+    with pytest.raises(GitNotFound, match="not a git repository"):
         GitPackageRepository(outer / "plain", create_branch=True)
-    with pytest.raises(NotFound, match="no such directory"):
+    with pytest.raises(GitNotFound, match="no such directory"):
         GitPackageRepository(tmp_path / "missing")
 
 
 def test_remote_urls_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(InvalidRequest, match="only local repositories"):
+    with pytest.raises(GitInvalidRequest, match="only local repositories"):
         GitPackageRepository("https://github.com/example/repo.git")
 
 
@@ -250,7 +250,7 @@ def test_a_directory_scoped_repository_sees_only_its_directory(porch_written: Pa
         assert scoped.directory == "catalog"
         assert scoped.list_packages() == ["catalog/basens", "catalog/other"]
         assert {r.name for r in scoped.list_revisions()} == {"basens", "other"}
-        with pytest.raises(InvalidRequest, match="not under the repository's directory"):
+        with pytest.raises(GitInvalidRequest, match="not under the repository's directory"):
             scoped.create_draft("elsewhere/new", "ws", {"Kptfile": kptfile("new")})
         draft = scoped.create_draft("catalog/new", "ws", {"Kptfile": kptfile("new")})
         assert (draft.name, draft.ref) == ("new", "refs/heads/drafts/catalog/new/ws")
@@ -359,10 +359,10 @@ def _with_exec_bit(bare: Path, commit: str, path: str) -> str:
 
 def test_a_package_without_a_kptfile_is_refused(repo: GitPackageRepository, bare: Path) -> None:
     before = refs_of(bare)
-    with pytest.raises(InvalidRequest, match="Kptfile"):
+    with pytest.raises(GitInvalidRequest, match="Kptfile"):
         repo.create_draft("p", "ws", {"cm.yaml": "a: 1\n"})
     draft = repo.create_draft("p", "ws", {"Kptfile": kptfile("p")})
-    with pytest.raises(InvalidRequest, match="Kptfile"):
+    with pytest.raises(GitInvalidRequest, match="Kptfile"):
         repo.write_resources(draft, {"cm.yaml": "a: 1\n"})
     assert refs_of(bare) == before | {"refs/heads/drafts/p/ws": draft.commit}
 
@@ -373,16 +373,16 @@ def test_a_package_without_a_kptfile_is_refused(repo: GitPackageRepository, bare
 ])
 def test_names_git_cannot_hold_are_refused(repo: GitPackageRepository, package: str, workspace: str,
                                            path: str) -> None:
-    with pytest.raises(InvalidRequest):
+    with pytest.raises(GitInvalidRequest):
         repo.create_draft(package, workspace, {"Kptfile": kptfile("p"), path: "x"})
 
 
 def test_a_second_draft_of_the_same_workspace_conflicts(repo: GitPackageRepository) -> None:
     draft = repo.create_draft("p", "ws", {"Kptfile": kptfile("p")})
-    with pytest.raises(Conflict):
+    with pytest.raises(GitConflict):
         repo.create_draft("p", "ws", {"Kptfile": kptfile("p")})
     repo.propose(draft)
-    with pytest.raises(Conflict):
+    with pytest.raises(GitConflict):
         repo.create_draft("p", "ws", {"Kptfile": kptfile("p")})
 
 
@@ -390,7 +390,7 @@ def test_a_write_from_a_stale_revision_conflicts_and_changes_nothing(repo: GitPa
     draft = repo.create_draft("p", "ws", {"Kptfile": kptfile("p")})
     newer = repo.write_resources(draft, {"Kptfile": kptfile("p"), "a.yaml": "a: 1\n"})
     before = refs_of(bare)
-    with pytest.raises(Conflict):
+    with pytest.raises(GitConflict):
         repo.write_resources(draft, {"Kptfile": kptfile("p"), "b.yaml": "b: 1\n"})
     assert refs_of(bare) == before
     assert repo.read_resources(repo.get_revision("p", "ws")) == repo.read_resources(newer)
@@ -411,7 +411,7 @@ def test_propose_and_reject_move_the_branch_between_drafts_and_proposed(repo: Gi
     names = refs_of(bare)
     assert names["refs/heads/drafts/a/p/ws"] == draft.commit and "refs/heads/proposed/a/p/ws" not in names
     assert repo.get_revision("a/p", "ws") == back
-    with pytest.raises(InvalidRequest, match="cannot reject"):
+    with pytest.raises(GitInvalidRequest, match="cannot reject"):
         repo.reject(back)
 
 
@@ -615,7 +615,7 @@ def test_a_live_handle_reads_metadata_another_handle_wrote(repo: GitPackageRepos
 
 def test_only_the_kept_metadata_fields_are_accepted(repo: GitPackageRepository) -> None:
     draft = repo.create_draft("p", "ws", {"Kptfile": kptfile("p")})
-    with pytest.raises(InvalidRequest, match="spec"):
+    with pytest.raises(GitInvalidRequest, match="spec"):
         repo.write_metadata(draft, {"spec": {}})
     repo.write_metadata(draft, {"labels": {"a": "b"}})
     repo.write_metadata(draft, {"labels": {}})
@@ -689,7 +689,7 @@ def test_a_non_bare_repository_keeps_its_checked_out_branch_unless_configured(tm
         assert not handle.bare
         assert summary(handle.list_revisions()) == {("p", "main", -1, "Published", "refs/heads/main")}
         draft = handle.create_draft("p", "ws", {"Kptfile": kptfile("p"), "cm.yaml": "a: 1\n"})
-        with pytest.raises(InvalidRequest, match="checked out"):
+        with pytest.raises(GitInvalidRequest, match="checked out"):
             handle.approve(draft)
         git(work, "config", "receive.denyCurrentBranch", "ignore")
         handle.approve(draft)

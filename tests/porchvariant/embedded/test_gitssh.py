@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from porchvariant.embedded._porch_remotes import RemoteSettings, open_remote
-from porchvariant.embedded.git.repository import Conflict, GitPackageRepository, RemoteError
+from porchvariant.embedded.git.repository import GitConflict, GitPackageRepository, RemoteError
 from porchvariant.embedded.git.ssh import SshAuth, SshUrl, parse_ssh_url, ssh_command
 from porchvariant.embedded.git.transport import BasicAuth, Transport, is_remote, url_problem
 from reconcile import EmbeddedCluster
@@ -205,7 +205,7 @@ def test_a_write_from_a_stale_draft_is_a_conflict_over_ssh_and_changes_nothing(s
     with served.open("prod", tmp_path / "cache") as repo:
         draft = repo.create_draft("web", "ws", draft_files("mine"))
         theirs = served.push_commit("prod", "web/note.txt", "theirs\n", branch="drafts/web/ws")
-        with pytest.raises(Conflict):
+        with pytest.raises(GitConflict):
             repo.write_resources(draft, draft_files("mine, again"))
         assert repo.get_revision("web", "ws").commit == theirs  # the mirror followed the server
     assert served.server.refs("prod.git")["refs/heads/drafts/web/ws"] == theirs

@@ -16,8 +16,7 @@ import pytest
 
 from porchvariant.embedded._porch_remotes import RemoteSettings
 from porchvariant.embedded.git.mirror import PUSHES_AT_ONCE, Mirror, RefUpdate
-from porchvariant.embedded.git.repository import Conflict as GitConflict
-from porchvariant.embedded.git.repository import GitPackageRepository
+from porchvariant.embedded.git.repository import GitConflict, GitPackageRepository
 from porchvariant.embedded.git.transport import BasicAuth, Transport
 from porchvariant.embedded.porch import EmbeddedPorch
 from porchvariant.porch_client import PACKAGE_REVISION, PACKAGE_REVISION_RESOURCES, PorchClient, clone_task
