@@ -11,7 +11,9 @@ failed. Webhooks are called for real (`resolve` points in-cluster service names 
 servers); python and pipeline hooks run in-process, under `HookPolicy.local()`: the manifests are
 the user's own, so a python hook may come from any module and credentials from any namespace, and
 may go over plain http to loopback. `resyncPeriodSeconds` and
-`resyncAfterSeconds` are not followed: a preview is one pass to a standstill.
+`resyncAfterSeconds` are not followed: a preview is one pass to a standstill. An error that would
+only come back (deterministic, reconcile.errors: a resource not served, a hook's answer that
+cannot be used) is not retried; a hook that cannot be reached or fails is, while the run lasts.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ def reconcile_manifests(paths: Iterable[str | Path], *, resolve: Mapping[str, st
             if isinstance(result, SyncResult) and (result.target_changed or result.changes):
                 passes.append(result)
 
-    manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-decorators"), grace_period=5.0)
+    manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-decorators"), grace_period=5.0,
+                      retry_deterministic=False)
     options = Options(resolve=dict(resolve or {}), hook_policy=HookPolicy.local(), follow_resync=False, report=report)
     decorators = Decorators(manager, options)
     manager.add(decorators.controller())

@@ -97,7 +97,7 @@ class Related:
             for rule in rules:
                 check_rule(rule, self._resolve(rule), target, target_namespaced, self.hook.version)
         except (HookError, ResponseError) as err:
-            raise RelatedError(err) from None
+            raise RelatedError(err) from err
         self.answers.put(target, rules)
         return rules
 

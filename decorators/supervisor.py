@@ -41,9 +41,12 @@ CONTROLLER_NAME = "decoratorcontroller"
 
 
 class CreateError(ReconcileError):
-    """The DecoratorController could not be started; retried."""
+    """The DecoratorController could not be started with what the cluster holds (a resource not
+    served, a Secret missing): retried, since a CRD or Secret may come; deterministic
+    (reconcile.errors), so that a one-off run, where none will, reports it at once."""
 
     event_reason = "CreateError"
+    deterministic = True
 
 
 class InvalidDecorator(Terminal):

@@ -170,7 +170,7 @@ class TargetSync:
                 changes = manage_attachments(self.cluster, target, self.attachments, self._observed(target),
                                              desired, decorator=self.spec.name, mode=self.mode)  # type: ignore[arg-type]
             except AttachmentsError as err:
-                raise SyncError(err) from None
+                raise SyncError(err) from err
         if self.report is not None:
             done = SyncResult(self.spec.name, kind, key, "finalize" if finalizing else "sync",
                               changed is not target, tuple(changes))
@@ -200,7 +200,7 @@ class TargetSync:
             raw = hook.call(request, cache_key=(self.target.kind, meta.get("namespace") or "", meta.get("name")))
             return parse_response(raw)
         except (HookError, ResponseError) as err:
-            raise SyncError(err) from None
+            raise SyncError(err) from err
 
     def _observed(self, target: Obj) -> dict[Kind, list[Obj]]:
         uid = str(objects.metadata(target).get("uid") or "")

@@ -162,7 +162,7 @@ class InputSync:
                 raise MapError(f"map {_describe(key)}: {busy}") from None
             return "map", RequeueAfter(max(busy.seconds, MIN_RETRY_AFTER)), [], None
         except (HookError, ResponseError) as err:
-            raise MapError(f"map {_describe(key)}: {err}") from None
+            raise MapError(f"map {_describe(key)}: {err}") from err
         desired = [_with_namespace(obj, namespace) for obj in answer.outputs]
         kind = context.input_kind(key.group, key.kind)
         assert kind is not None
@@ -172,7 +172,7 @@ class InputSync:
                                       {k.child.kind: objs for k, objs in observed.items()}, desired, stamp=marks,
                                       terms=TERMS, mode=context.mode)  # type: ignore[arg-type]
         except ChildrenError as err:
-            raise MapError(f"map {_describe(key)}: {err}") from None
+            raise MapError(f"map {_describe(key)}: {err}") from err
         delays = [d for d in (answer.resync_after, context.spec.resync_period) if d]
         return "map", None, changes, min(delays) if delays else None
 
@@ -194,12 +194,12 @@ class InputSync:
                     raise MapError(f"tombstone {_describe(key)}: {busy}") from None
                 return "tombstone", RequeueAfter(max(busy.seconds, MIN_RETRY_AFTER)), [], None
             except (HookError, ResponseError) as err:
-                raise MapError(f"tombstone {_describe(key)}: {err}") from None
+                raise MapError(f"tombstone {_describe(key)}: {err}") from err
         doomed = [(kind.child.kind, obj) for kind, obj in detached if _identity(kind.child.kind, obj) not in keep]
         try:
             changes = delete_children(context.cluster, doomed, terms=TERMS)
         except ChildrenError as err:
-            raise MapError(f"tombstone {_describe(key)}: {err}") from None
+            raise MapError(f"tombstone {_describe(key)}: {err}") from err
         kept = len(detached) > len(doomed)
         return "tombstone" if hook is not None else "", None, changes, \
             context.spec.resync_period if kept and hook is not None else None

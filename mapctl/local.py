@@ -9,7 +9,9 @@ MapController that could not start or input whose last pass failed. Webhooks are
 in-process, under `HookPolicy.local()`: the manifests are the user's own, so a python hook may
 come from any module and credentials from any namespace, and may go over plain http to loopback.
 A parent whose selector cannot be used is an error line too. `resyncPeriodSeconds` and
-`resyncAfterSeconds` are not followed: a preview is one pass to a standstill.
+`resyncAfterSeconds` are not followed: a preview is one pass to a standstill. An error that would
+only come back (deterministic, reconcile.errors: a resource not served, a hook's answer that
+cannot be used) is not retried; a hook that cannot be reached or fails is, while the run lasts.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ def reconcile_manifests(paths: Iterable[str | Path], *, resolve: Mapping[str, st
             if isinstance(result, MapResult) and result.changes:
                 passes.append(result)
 
-    manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-mapctl"), grace_period=5.0)
+    manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-mapctl"), grace_period=5.0,
+                      retry_deterministic=False)
     options = Options(resolve=dict(resolve or {}), hook_policy=HookPolicy.local(), follow_resync=False, report=report)
     supervisor = MapControllers(manager, options)
     manager.add(supervisor.controller())

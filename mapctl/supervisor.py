@@ -36,9 +36,12 @@ CONTROLLER_NAME = "mapcontroller"
 
 
 class CreateError(ReconcileError):
-    """The MapController could not be started; retried."""
+    """The MapController could not be started with what the cluster holds (a resource not
+    served, a Secret missing): retried, since a CRD or Secret may come; deterministic
+    (reconcile.errors), so that a one-off run, where none will, reports it at once."""
 
     event_reason = "CreateError"
+    deterministic = True
 
 
 class InvalidMapController(Terminal):

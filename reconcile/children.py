@@ -134,13 +134,17 @@ class Terms:
 
 class ChildrenError(ReconcileError):
     """Some operations failed; the others were done. The message lists each failure as
-    `<action> <Kind> <ns/name>: <why>`; `changes` holds the writes that succeeded."""
+    `<action> <Kind> <ns/name>: <why>`; `changes` holds the writes that succeeded. Deterministic
+    (reconcile.errors) when some desired object could not be used at all (no name, a kind no
+    rule declares, an owner reference Kubernetes would not honour): the same answer fails again."""
 
-    def __init__(self, failures: Sequence[str], changes: Sequence[Change] = (), noun: str = "child") -> None:
+    def __init__(self, failures: Sequence[str], changes: Sequence[Change] = (), noun: str = "child", *,
+                 deterministic: bool = False) -> None:
         self.failures = tuple(failures)
         self.changes = tuple(changes)
         count = len(self.failures)
-        super().__init__(f"{count} {noun} operation{'s' if count != 1 else ''} failed: {'; '.join(failures)}")
+        super().__init__(f"{count} {noun} operation{'s' if count != 1 else ''} failed: {'; '.join(failures)}",
+                         deterministic=deterministic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +197,7 @@ def manage_children(cluster: Cluster, owner: Obj, kinds: Sequence[ChildKind],
         except _Skip:
             continue
     if run.failures:
-        raise ChildrenError(run.failures, run.changes, terms.noun)
+        raise ChildrenError(run.failures, run.changes, terms.noun, deterministic=run.unusable)
     return run.changes
 
 
@@ -231,6 +235,7 @@ class _Pass:
     field_manager: str
     changes: list[Change] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    unusable: bool = False  # some desired object failed `plan`
 
     # --- planning (pure) ----------------------------------------------------------------------
 
@@ -245,12 +250,14 @@ class _Pass:
         for index, obj in enumerate(desired):
             kind, key = Kind.of(obj), ObjectKey.of(obj)
             if not kind.api_version or not kind.kind or not key.name:
+                self.unusable = True
                 self.failures.append(f"apply {terms.answer}[{index}]: an {terms.noun} needs apiVersion, kind and "
                                      f"metadata.name")
                 continue
             rule = exact.get(kind) or by_group_kind.get((kind.group, kind.kind))
             why = _unownable(rule, key, owner_namespace, terms.owner)
             if rule is None or why:
+                self.unusable = True
                 self.fail("apply", kind, key, why or f"{kind} is not declared in {terms.rules}")
                 continue
             stamped = _stamped(obj, self.stamp, rule.namespaced)

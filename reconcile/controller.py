@@ -8,7 +8,9 @@ never reconciled twice at once and a burst of changes collapses into one call.
 
 Outcomes (see outcome.py): Done forgets the key's back-off; RequeueAfter forgets it and re-adds
 the key after the delay; Terminal is recorded (log, an Event, metrics) and not retried; any
-other exception is retried with per-key exponential back-off. The Event's reason is
+other exception is retried with per-key exponential back-off, except a deterministic one
+(errors.py) when `retry_deterministic` is off (a one-off run, such as a local preview): that one
+is recorded as a Terminal one is, since the run would only see it again. The Event's reason is
 "ReconcileFailed" (Terminal) or "ReconcileError", unless the exception has an `event_reason`
 (a DecoratorController's hook failure is a "SyncError", as Metacontroller names it). Each reconcile reports one result
 to `metrics`: "success", "requeue_after", "error" or "terminal_error" (controller-runtime's
@@ -37,7 +39,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from reconcile import fencing, logs
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Kind, Obj, ObjectKey
-from reconcile.errors import NotLeading, ReconcileError, Terminal
+from reconcile.errors import NotLeading, ReconcileError, Terminal, is_deterministic
 from reconcile.informer import Informer
 from reconcile.objects import controller_of
 from reconcile.outcome import Outcome, RequeueAfter
@@ -177,7 +179,8 @@ class Controller(Generic[K]):
     Keys are the ObjectKeys of `kind`'s objects, unless the controller reconciles something finer
     (a MapController reconciles one parent's one input): then `primary` is required, and
     `event_key` names the object of `kind` that its Events are about. `fence`, when set (by a
-    manager that elects a leader), gates every reconcile and everything it writes."""
+    manager that elects a leader), gates every reconcile and everything it writes.
+    `retry_deterministic` off gives up on deterministic errors (see the module docstring)."""
 
     name: str
     kind: Kind
@@ -190,6 +193,7 @@ class Controller(Generic[K]):
     events: EventRecorder | None = None
     event_key: Callable[[K], ObjectKey] | None = None
     fence: fencing.Fence | None = None
+    retry_deterministic: bool = True
     queue: WorkQueue[K] = field(init=False)
     _late: set[tuple[Kind, str]] = field(init=False, default_factory=set)
     _late_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
@@ -306,11 +310,10 @@ class Controller(Generic[K]):
             log.warning("%s %s: stopped: %s", self.name, key, err)
             return ERROR  # no Event: recording one is a write
         except Terminal as err:
-            self.queue.forget(key)
-            log.warning("%s %s: %s (not retried)", self.name, key, err)
-            self._record(key, "Warning", getattr(err, "event_reason", "ReconcileFailed"), str(err))
-            return TERMINAL_ERROR
+            return self._give_up(key, err, "ReconcileFailed")
         except Exception as err:
+            if not self.retry_deterministic and is_deterministic(err):
+                return self._give_up(key, err, "ReconcileError")
             self.queue.add_rate_limited(key)
             log.error("%s %s: %s (retry %d, with back-off)", self.name, key, err, self.queue.num_requeues(key),
                       exc_info=not isinstance(err, ReconcileError))
@@ -321,6 +324,13 @@ class Controller(Generic[K]):
             self.queue.add_after(key, outcome.seconds)
             return REQUEUE_AFTER
         return SUCCESS
+
+    def _give_up(self, key: K, err: Exception, reason: str) -> str:
+        """Record a failure that retrying cannot fix (`reason` unless the error names its own)."""
+        self.queue.forget(key)
+        log.warning("%s %s: %s (not retried)", self.name, key, err)
+        self._record(key, "Warning", getattr(err, "event_reason", reason), str(err))
+        return TERMINAL_ERROR
 
     def _record(self, key: K, event_type: str, reason: str, message: str) -> None:
         if self.events is not None:

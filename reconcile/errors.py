@@ -14,6 +14,12 @@
 
 Both cluster backends raise these same classes carrying the same `Status` payload, so no caller
 ever sees a transport's exception type.
+
+Any of them may be `deterministic`: the same input gives the same error (a hook's answer that
+cannot be used, a resource that is not served). Unlike Terminal, it is retried by a manager, since
+something outside the input may still change (the hook is redeployed, a CRD installed); a one-off
+run, where nothing else changes, reports it at once instead (controller.py). An error raised
+`from` a deterministic one is deterministic too (`is_deterministic`).
 """
 
 from __future__ import annotations
@@ -22,11 +28,16 @@ from typing import Any
 
 
 class ReconcileError(Exception):
-    """Base of every error the runtime raises on purpose."""
+    """Base of every error the runtime raises on purpose; `deterministic` as the module docstring
+    says (a class sets it for all its errors, `deterministic=` for one)."""
 
-    def __init__(self, message: str) -> None:
+    deterministic = False
+
+    def __init__(self, message: str, *, deterministic: bool | None = None) -> None:
         super().__init__(message)
         self.message = " ".join(message.split())
+        if deterministic is not None:
+            self.deterministic = deterministic
 
     def __str__(self) -> str:
         return self.message
@@ -105,6 +116,18 @@ class StateInUse(ReconcileError):
 class Terminal(ReconcileError):
     """Raised by a reconciler for a failure that retrying cannot fix (an invalid spec, say): the
     runtime records it and waits for the object to change instead of backing off and retrying."""
+
+
+def is_deterministic(err: BaseException) -> bool:
+    """Whether `err`, or an error it was raised from (its `__cause__` chain), is deterministic."""
+    cause: BaseException | None = err
+    seen: set[int] = set()
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ReconcileError) and cause.deterministic:
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return False
 
 
 _BY_REASON: dict[str, type[ApiError]] = {cls.reason: cls for cls in (

@@ -30,7 +30,10 @@ Obj = dict[str, Any]
 
 
 class FieldError(ReconcileError):
-    """A value that cannot be used; str() is `"{field}: {problem}"`."""
+    """A value that cannot be used; str() is `"{field}: {problem}"`. Deterministic (reconcile.errors):
+    the checks are pure, so the same value fails the same way."""
+
+    deterministic = True
 
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"{field}: {problem}")

@@ -32,6 +32,8 @@
 `run()` returns 0 after a requested stop whose reconciles all finished in time, and 1 when the
 caches did not sync, leadership was lost, or reconciles were still running after the grace period.
 Time (sync timeout, grace period, lease timing) is read from the injected clock; a manager runs once.
+`retry_deterministic=False` is for one-off runs (a local preview): every controller then records a
+deterministic error (errors.py) once instead of retrying it.
 Does not: serve HTTP (health.py serves the manager's checks and metrics), or configure logging.
 """
 
@@ -88,7 +90,7 @@ class Manager:
 
     def __init__(self, cluster: Cluster, *, clock: Clock = SYSTEM_CLOCK, metrics: Metrics | None = None,
                  events: EventRecorder | None = None, leader_election: LeaderElection | None = None,
-                 sync_timeout: float = 120.0, grace_period: float = 30.0) -> None:
+                 sync_timeout: float = 120.0, grace_period: float = 30.0, retry_deterministic: bool = True) -> None:
         if sync_timeout <= 0 or grace_period < 0:
             raise ValueError(f"need sync_timeout > 0 and grace_period >= 0, not {sync_timeout} / {grace_period}")
         self.cluster, self.clock = cluster, clock
@@ -97,6 +99,7 @@ class Manager:
         self.cache = InformerCache(cluster, clock=clock)
         self.controllers: list[Controller] = []
         self.sync_timeout, self.grace_period = sync_timeout, grace_period
+        self.retry_deterministic = retry_deterministic
         self.elector: LeaderElector | None = None
         self.fence: Fence | None = None
         if (election := leader_election) is not None:
@@ -128,8 +131,9 @@ class Manager:
 
     def add(self, controller: Controller) -> None:
         """Wire a controller in: it reports to this manager's metrics (and event recorder, unless it
-        has its own), is fenced by its fence, and subscribes to the shared cache. Raises ValueError
-        for a second controller of the same name (names label metrics and logs) or another clock.
+        has its own), is fenced by its fence, retries deterministic errors or not as it says, and
+        subscribes to the shared cache. Raises ValueError for a second controller of the same name
+        (names label metrics and logs) or another clock.
 
         Controllers are usually added before `run()`. One added while the manager runs (a
         controller built from an object, such as a DecoratorController) gets its informers started
@@ -145,6 +149,7 @@ class Manager:
                 raise ValueError(f"controller {controller.name!r} reads another clock than its manager")
             controller.metrics = self.metrics
             controller.fence = self.fence
+            controller.retry_deterministic = self.retry_deterministic
             self.metrics.track_queue(controller.queue)
             if controller.events is None:
                 controller.events = self.events

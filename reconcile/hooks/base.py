@@ -7,7 +7,9 @@ pipeline.py (a Δ pipeline evaluated in-process); build.py chooses one from a sp
 The errors, all `ReconcileError`s:
 
     HookError          a call failed (transport, timeout, status, bad JSON, wrong shape, raising
-                       function); str() is one line that reads well after "Sync error: "
+                       function); str() is one line that reads well after "Sync error: ". An answer
+                       that cannot be used (bad JSON, wrong shape) is `deterministic`
+                       (reconcile.errors): the same request gets it again
     HookRetryAfter     the hook asked to be called again later (HTTP 429); `seconds` says when
     HookConfigError    a hook spec is invalid; `field` is the dotted path at fault
       HookRefused      the spec asks for what the process's HookPolicy does not allow
@@ -144,9 +146,9 @@ def decode_response(body: bytes, shape: ResponseShape, *, strict: bool, source: 
         else:
             value = json.loads(body, parse_constant=_refuse_constant)
     except _DuplicateKey as dup:
-        raise HookError(f"bad response from {source}: duplicate key {dup.key!r} (strict mode)") from None
+        raise _bad_response(source, f"duplicate key {dup.key!r} (strict mode)") from None
     except ValueError as err:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise HookError(f"bad response from {source}: invalid JSON: {err}") from None
+        raise _bad_response(source, f"invalid JSON: {err}") from None
     return check_response(value, shape, strict=strict, source=source)
 
 
@@ -154,17 +156,21 @@ def check_response(value: Any, shape: ResponseShape, *, strict: bool, source: st
     """`value` itself when it is an object whose fields fit `shape` (and, in strict mode, has no
     field outside it); HookError naming `source`, the field and the type found otherwise."""
     if not isinstance(value, dict):
-        raise HookError(f"bad response from {source}: expected a JSON object, got {json_type(value)}")
+        raise _bad_response(source, f"expected a JSON object, got {json_type(value)}")
     for key, item in value.items():
         accepted = shape.get(key)
         if accepted is None:
             if strict:
-                raise HookError(f"bad response from {source}: unknown field {key!r} (strict mode; expected "
-                                f"{', '.join(shape) or 'no fields'})")
+                raise _bad_response(source, f"unknown field {key!r} (strict mode; expected "
+                                            f"{', '.join(shape) or 'no fields'})")
         elif not is_json_type(item, accepted):
-            raise HookError(f"bad response from {source}: field {key!r} must be {describe_types(accepted)}, "
-                            f"got {json_type(item)}")
+            raise _bad_response(source, f"field {key!r} must be {describe_types(accepted)}, got {json_type(item)}")
     return value
+
+
+def _bad_response(source: str, problem: str) -> HookError:
+    """The (deterministic) HookError for an answer from `source` that cannot be used."""
+    return HookError(f"bad response from {source}: {problem}", deterministic=True)
 
 
 def is_json_type(value: Any, accepted: tuple[type, ...]) -> bool:

@@ -17,7 +17,8 @@ that accepts it. Without `sources`, only the top-level objects feed the pipeline
 the answer's `output_field` (`{"attachments": [...]}` for a decorator).
 
 Evaluation is pure computation, run on the caller's thread (it cannot hang, so it has no
-timeout). A DeltapipeError while evaluating is a HookError naming the pipeline.
+timeout). A DeltapipeError while evaluating is a HookError naming the pipeline, deterministic
+(reconcile.errors): the same request fails the same way.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class PipelineHook:
             try:
                 outputs = self._pipeline.evaluate(self._spec.route(objects))
             except DeltapipeError as err:
-                raise HookError(f"{self.target}: {err}") from None
+                raise HookError(f"{self.target}: {err}", deterministic=True) from None
             answer = check_response({self.output_field: outputs}, self.shape, strict=self.strict,
                                     source=self.target)
             code = "ok"

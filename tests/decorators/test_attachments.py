@@ -337,6 +337,17 @@ def test_an_undeclared_kind_is_a_failure_and_the_other_attachments_are_still_man
     assert get(cluster, SECRET, "s") is None and get(cluster, CONFIGMAP, "child") is not None
 
 
+def test_an_unusable_attachment_is_a_deterministic_failure_and_a_taken_name_is_not(
+        cluster: EmbeddedCluster, target: Obj) -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}}
+    with pytest.raises(AttachmentsError) as unusable:
+        sync(cluster, target, [rule()], [secret])
+    cluster.create(configmap("child", {"k": "someone else's"}))
+    with pytest.raises(AttachmentsError) as taken:
+        sync(cluster, target, [rule()], [configmap("child", {"k": "v"})])
+    assert (unusable.value.deterministic, taken.value.deterministic) == (True, False)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_an_attachment_in_another_version_of_the_rules_kind_belongs_to_that_rule(
         cluster: EmbeddedCluster, target: Obj, mode: ApplyMode) -> None:

@@ -3,7 +3,9 @@
 The manifests are Metacontroller's crd-roles example (its DecoratorController, unedited: the
 webhook URL names an in-cluster Service, sent to the local hook with `--resolve`) and a CRD that
 opts in. Also: an invalid DecoratorController, an unreachable hook, and a python hook imported
-from PYTHONPATH with no server at all.
+from PYTHONPATH with no server at all. An error that would only come back (a resource not served,
+a hook's answer that cannot be used) is reported after one try, within BUDGET seconds of work;
+a hook answering 500 is tried again first.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -64,6 +67,7 @@ CRD = textwrap.dedent("""\
     """)
 ROLE = "my-tests.ctl.rlg.io-reader"
 ROOT = Path(__file__).resolve().parents[2]  # where `tests.decorators.pyhooks` imports from
+BUDGET = 2.0  # seconds beyond porchkit's start-up to report an error known after one try (retrying took 3)
 
 
 def manifests(directory: Path, *, hook: str = WEBHOOK, operator: str = "Exists") -> Path:
@@ -233,3 +237,79 @@ class TestFailures:
         assert line.startswith(f"porchkit: {directory / 'target.yaml'}: ConfigMap default/a: "
                                "DecoratorController busy: Sync error: "), line
         assert "429" in line  # not "the controllers were still busy after 20s"
+
+
+def configmap_decorator(directory: Path, hook: str) -> tuple[Path, Path]:
+    """A DecoratorController `check` of the ConfigMaps labelled `check: "yes"`, attaching ConfigMaps,
+    with the sync hook `hook` (a flow mapping), and one such target `a`: the two files."""
+    directory.mkdir(parents=True)
+    controller, target = directory / "controller.yaml", directory / "target.yaml"
+    controller.write_text(textwrap.dedent(f"""\
+        apiVersion: metacontroller.k8s.io/v1alpha1
+        kind: DecoratorController
+        metadata: {{name: check}}
+        spec:
+          resources: [{{apiVersion: v1, resource: configmaps, labelSelector: {{matchLabels: {{check: "yes"}}}}}}]
+          attachments: [{{apiVersion: v1, resource: configmaps}}]
+          hooks: {{sync: {hook}}}
+        """))
+    target.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, labels: {check: 'yes'}}\n")
+    return controller, target
+
+
+def timed(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], float]:
+    started = time.perf_counter()
+    result = porchkit(*args, cwd=ROOT, env=env)
+    return result, time.perf_counter() - started
+
+
+class TestErrorsThatWouldComeBack:
+    def test_a_resource_not_served_is_one_line_at_once(self, tmp_path: Path, porchkit_start_up: float) -> None:
+        directory = manifests(tmp_path / "m")
+        controller = directory / "controller.yaml"
+        controller.write_text(controller.read_text().replace("resource: clusterroles", "resource: widgets"))
+        result, took = timed("-f", str(directory))
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            f"porchkit: {controller}: DecoratorController crd-role-controller: spec.attachments[0]: can't find "
+            "resource 'widgets' in apiVersion 'rbac.authorization.k8s.io/v1'"]
+        assert took - porchkit_start_up < BUDGET
+
+    def test_a_webhook_answer_that_is_not_json_is_one_line_after_one_call(
+            self, tmp_path: Path, hook_server: Callable[[str], HookServer], porchkit_start_up: float) -> None:
+        faulty = hook_server("faulty")
+        _, target = configmap_decorator(tmp_path / "m", '{webhook: {url: "http://faulty.hooks/garbage"}}')
+        result, took = timed("-f", str(tmp_path / "m"), "--resolve", f"faulty.hooks={faulty.address}")
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            f"porchkit: {target}: ConfigMap default/a: DecoratorController check: Sync error: bad response from "
+            "http://faulty.hooks/garbage: invalid JSON: Expecting value: line 1 column 1 (char 0)"]
+        assert len(faulty.times("/garbage", "default/a")) == 1
+        assert took - porchkit_start_up < BUDGET
+
+    def test_a_python_hook_attaching_a_kind_not_declared_is_one_line_at_once(
+            self, tmp_path: Path, porchkit_start_up: float) -> None:
+        (tmp_path / "lib").mkdir()
+        (tmp_path / "lib" / "secrethooks.py").write_text(textwrap.dedent("""\
+            def attach_secret(request):
+                name = request["object"]["metadata"]["name"]
+                return {"attachments": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}}]}
+            """))
+        _, target = configmap_decorator(tmp_path / "m", "{python: {function: secrethooks:attach_secret}}")
+        result, took = timed("-f", str(tmp_path / "m"), env={"PYTHONPATH": str(tmp_path / "lib")})
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            f"porchkit: {target}: ConfigMap default/a: DecoratorController check: Sync error: 1 attachment "
+            "operation failed: apply Secret default/a: Secret is not declared in spec.attachments"]
+        assert took - porchkit_start_up < BUDGET
+
+    def test_a_hook_answering_500_is_tried_again_before_it_is_reported(
+            self, tmp_path: Path, hook_server: Callable[[str], HookServer]) -> None:
+        faulty = hook_server("faulty")
+        _, target = configmap_decorator(tmp_path / "m", '{webhook: {url: "http://faulty.hooks/500"}}')
+        result, _ = timed("-f", str(tmp_path / "m"), "--resolve", f"faulty.hooks={faulty.address}")
+        assert result.returncode == 1
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"porchkit: {target}: ConfigMap default/a: DecoratorController check: Sync error: "
+                               "unsupported status code 500"), line
+        assert len(faulty.times("/500", "default/a")) > 1

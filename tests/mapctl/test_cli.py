@@ -4,7 +4,9 @@ The examples are testdata/mapctl/configmap-per-service (a pipeline hook) and
 testdata/mapctl/snapshotschedule (python hooks), unedited, previewed together (`-f` twice: two
 MapControllers of two parent kinds side by side) once as a table and once as YAML; then broken
 copies of them: a manifest that is not YAML, a MapController with an invalid spec, and a hook
-that fails.
+that fails. An error that would only come back (a resource not served, a hook's answer that
+cannot be used) is reported after one try, within BUDGET seconds of work (INPUT_BUDGET for an
+input's error, whose parent's status write comes a settle later).
 """
 
 from __future__ import annotations
@@ -15,18 +17,28 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from mapctl.instance import STATUS_SETTLE
 from mapctl.parents import MAPPED_SUFFIX
+from tests.mapctl.support import HookServer, hook_server
+
+__all__ = ["hook_server"]  # a fixture, imported to be found here
 
 ROOT = Path(__file__).resolve().parents[2]  # where `tests.mapctl.pyhooks` imports from
 EXAMPLES = ROOT / "testdata" / "mapctl"
 SERVICES = EXAMPLES / "configmap-per-service"
 SNAPSHOTS = EXAMPLES / "snapshotschedule"
+BUDGET = 2.0  # seconds beyond porchkit's start-up to report an error known after one try (retrying took 3)
+# ...and for an input's error, which its parent's status write follows STATUS_SETTLE later, as in
+# every preview (retrying took 6.5)
+INPUT_BUDGET = BUDGET + STATUS_SETTLE
 
 
 def porchkit(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -215,3 +227,68 @@ class TestDeterminism:
         assert runs[0] == runs[1]
         created = rows(runs[0].split("\n\n")[0])[1:]
         assert [row[3] for row in created] == [f"svc-{i:02d}" for i in range(40)]
+
+
+def timed(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    started = time.perf_counter()
+    result = porchkit(*args)
+    return result, time.perf_counter() - started
+
+
+def only_web_exposed(directory: Path, annotations: str = "{}") -> None:
+    """The example's Services with only web exposed, annotated with `annotations` (a flow mapping)."""
+    services = directory / "services.yaml"
+    services.write_text(services.read_text()
+                        .replace("  name: api\n  labels:\n    expose: \"true\"\n", "  name: api\n")
+                        .replace("  name: web\n", f"  name: web\n  annotations: {annotations}\n"))
+
+
+class TestErrorsThatWouldComeBack:
+    def test_a_resource_not_served_is_one_line_at_once(self, tmp_path: Path, porchkit_start_up: float) -> None:
+        directory = copy_of(SERVICES, tmp_path / "m")
+        manifest = directory / "mapcontroller.yaml"
+        manifest.write_text(manifest.read_text().replace("resource: servicedirectories", "resource: widgets"))
+        result, took = timed("-f", str(directory))
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            f"porchkit: {manifest}: MapController configmap-per-service: spec.parentResource: can't find resource "
+            "'widgets' in apiVersion 'examples.porchkit.dev/v1alpha1'"]
+        assert took - porchkit_start_up < BUDGET
+
+    def test_a_webhook_answer_that_is_not_json_is_one_line_and_not_retried(
+            self, tmp_path: Path, hook_server: Callable[[str], HookServer], porchkit_start_up: float) -> None:
+        faulty = hook_server("faulty")
+        directory = copy_of(SERVICES, tmp_path / "m")
+        (directory / "mapcontroller.yaml").write_text(textwrap.dedent("""\
+            apiVersion: porchkit.dev/v1alpha1
+            kind: MapController
+            metadata: {name: garbled}
+            spec:
+              parentResource: {apiVersion: examples.porchkit.dev/v1alpha1, resource: servicedirectories}
+              inputResources: [{apiVersion: v1, resource: services}]
+              outputResources: [{apiVersion: v1, resource: configmaps}]
+              hooks: {map: {webhook: {url: "http://faulty.hooks/map"}}}
+            """))
+        only_web_exposed(directory, "{faulty-path: /garbage}")
+        result, took = timed("-f", str(directory), "--resolve", f"faulty.hooks={faulty.address}")
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            "porchkit: MapController garbled: map Service/default/web: bad response from http://faulty.hooks/map: "
+            "invalid JSON: Expecting value: line 1 column 1 (char 0)"]
+        # the input's watch and the parent's first pass may each bring a pass; retrying brought ten
+        assert len(faulty.times("/garbage", "web")) <= 2
+        assert took - porchkit_start_up < INPUT_BUDGET
+
+    def test_a_pipeline_answering_a_kind_not_declared_is_one_line_at_once(
+            self, tmp_path: Path, porchkit_start_up: float) -> None:
+        directory = copy_of(SERVICES, tmp_path / "m")
+        manifest = directory / "mapcontroller.yaml"
+        manifest.write_text(manifest.read_text().replace("target:\n          apiVersion: v1\n          kind: ConfigMap",
+                                                         "target:\n          apiVersion: v1\n          kind: Secret"))
+        only_web_exposed(directory)
+        result, took = timed("-f", str(directory))
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            "porchkit: MapController configmap-per-service: map Service/default/web: 1 output operation failed: "
+            "apply Secret default/web-endpoint: Secret is not declared in spec.outputResources"]
+        assert took - porchkit_start_up < INPUT_BUDGET

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from reconcile import FakeClock, Kind, ObjectKey, Terminal
+from reconcile import FakeClock, Kind, ObjectKey, ReconcileError, Terminal
 from reconcile.cache import InformerCache
 from reconcile.controller import Controller, Owns, Watch, Watches
 from reconcile.embedded import EmbeddedCluster
@@ -208,6 +208,54 @@ def test_a_terminal_error_is_not_retried() -> None:
             controller.queue.done(ready)
         clock.advance(100)
     assert calls == {ObjectKey("default", "a"): 1}
+
+
+def unusable_answer(key: ObjectKey) -> None:
+    """Fails as a pass does on a hook's unusable answer: wrapped, the cause deterministic."""
+    try:
+        raise ReconcileError("bad response from hook: invalid JSON", deterministic=True)
+    except ReconcileError as err:
+        raise RuntimeError("Sync error: bad response from hook: invalid JSON") from err
+
+
+@pytest.mark.parametrize(("retry", "results"), [(True, ["error", "error", "error"]), (False, ["terminal_error"])])
+def test_a_deterministic_error_is_retried_unless_the_run_is_one_off(retry: bool, results: list[str]) -> None:
+    clock = FakeClock()
+    recorded: list[str] = []
+
+    class Events:
+        def record(self, kind: Kind, key: ObjectKey, event_type: str, reason: str, message: str) -> None:
+            recorded.append(message)
+
+    controller = Controller("decorator", CONFIGMAP, unusable_answer, clock=clock, events=Events(),
+                            retry_deterministic=retry)
+    controller.queue.add(ObjectKey("default", "a"))
+    seen = []
+    for _ in range(3):
+        for ready in controller.queue.pop_ready():
+            seen.append(controller.process(ready))
+            controller.queue.done(ready)
+        clock.advance(100)
+    assert seen == results
+    assert recorded == ["Sync error: bad response from hook: invalid JSON"] * len(results)
+
+
+def test_a_one_off_run_still_retries_an_error_that_is_not_deterministic() -> None:
+    clock = FakeClock()
+    calls: list[float] = []
+
+    def reconcile(key: ObjectKey) -> None:
+        calls.append(clock.monotonic())
+        raise ReconcileError("POST http://hook/sync failed: connection refused")
+
+    controller = Controller("decorator", CONFIGMAP, reconcile, clock=clock, retry_deterministic=False)
+    controller.queue.add(ObjectKey("default", "a"))
+    for _ in range(3):
+        for ready in controller.queue.pop_ready():
+            assert controller.process(ready) == "error"
+            controller.queue.done(ready)
+        clock.advance(100)
+    assert len(calls) == 3
 
 
 def test_requeue_after_brings_the_key_back_after_the_delay() -> None:

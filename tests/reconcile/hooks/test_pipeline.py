@@ -86,12 +86,13 @@ def test_a_bad_pipeline_spec_is_a_config_error_naming_the_field(pipeline: Any, m
     assert str(raised.value).startswith(message)
 
 
-def test_an_evaluation_error_is_a_hook_error_naming_the_pipeline(make_hook: MakeHook) -> None:
+def test_an_evaluation_error_is_a_deterministic_hook_error_naming_the_pipeline(make_hook: MakeHook) -> None:
     numbers = {"name": "numbers", "pipeline": [{"@project": {"metadata": "$.metadata", "n": {"@int": "$.kind"}}}]}
     with pytest.raises(HookError) as raised:
         make_hook({"pipeline": numbers}).call(sync_request(STATEFULSET))
     assert str(raised.value).startswith("pipeline numbers: stage 1 (@project)")
     assert "@int: expected an integer" in str(raised.value)
+    assert raised.value.deterministic  # a pipeline is pure: the same request fails again
 
 
 def test_a_closed_pipeline_hook_refuses_calls(make_hook: MakeHook) -> None:

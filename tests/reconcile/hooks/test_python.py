@@ -99,6 +99,15 @@ def test_a_result_that_is_not_a_dict_is_an_error(make_hook: MakeHook) -> None:
         python_hook(make_hook, "listing").call(sync_request())
 
 
+def test_an_unusable_answer_is_deterministic_and_an_exception_is_not(make_hook: MakeHook) -> None:
+    failures = []
+    for function in ("listing", "explode"):
+        with pytest.raises(HookError) as raised:
+            python_hook(make_hook, function).call(sync_request())
+        failures.append(raised.value.deterministic)
+    assert failures == [True, False]  # a function may raise for what it reads elsewhere
+
+
 def test_strictness_follows_the_version(make_hook: MakeHook) -> None:
     assert python_hook(make_hook, "extra_field").call(sync_request()) == {"children": []}
     with pytest.raises(HookError, match="unknown field 'children'"):

@@ -169,6 +169,16 @@ def test_a_garbage_body_is_an_error(plain: Server, make_hook: MakeHook) -> None:
         hook.call(script(body="<html>Bad Gateway</html>"))
 
 
+def test_only_an_unusable_answer_is_deterministic(plain: Server, make_hook: MakeHook) -> None:
+    hook = make_hook(webhook(plain.url("/script")))
+    failures = []
+    for request in (script(body="<html>Bad Gateway</html>"), script(body="[]"), script(status=500, body="x")):
+        with pytest.raises(HookError) as raised:
+            hook.call(request)
+        failures.append(raised.value.deterministic)
+    assert failures == [True, True, False]  # a 500 may answer differently next time
+
+
 def test_a_refused_connection_is_an_error_naming_the_url(make_hook: MakeHook) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
