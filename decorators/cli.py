@@ -17,12 +17,12 @@ import argparse
 import sys
 from typing import IO
 
-from decorators.local import LocalError, Preview, reconcile_manifests
+from decorators.local import Preview, reconcile_manifests
 from reconcile.errors import ReconcileError
 from reconcile.hooks import parse_resolve
 from reconcile.manifests import add_local_arguments, in_key_order, start_local_run, write_manifests
 
-USER_ERRORS: tuple[type[BaseException], ...] = (LocalError, ReconcileError)
+USER_ERRORS: tuple[type[BaseException], ...] = (ReconcileError,)  # ManifestError among them
 
 
 def add_commands(parser: argparse.ArgumentParser) -> None:

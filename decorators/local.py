@@ -34,9 +34,7 @@ from reconcile.events import EventRecorder
 from reconcile.hooks import HookPolicy
 from reconcile.local import run_until_idle
 from reconcile.manager import Manager
-from reconcile.manifests import Loaded, ManifestLoadError, embedded_with, for_display
-
-LocalError = ManifestLoadError
+from reconcile.manifests import Loaded, embedded_with, for_display
 
 
 @dataclass
@@ -52,7 +50,7 @@ class Preview:
 def reconcile_manifests(paths: Iterable[str | Path], *, resolve: Mapping[str, str] | None = None,
                         timeout: float = 600.0) -> Preview:
     """Run the manifests' DecoratorControllers over their other objects; see the module docstring.
-    Raises LocalError for a manifest that cannot be loaded."""
+    Raises ManifestError for a manifest that cannot be loaded."""
     cluster, loaded = embedded_with(decorator_controller_crd(), paths)
     results: dict[tuple[str, Kind, ObjectKey], SyncResult | Exception] = {}
     passes: list[SyncResult] = []

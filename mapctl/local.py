@@ -51,7 +51,7 @@ class Preview:
 def reconcile_manifests(paths: Iterable[str | Path], *, resolve: Mapping[str, str] | None = None,
                         timeout: float = 600.0) -> Preview:
     """Run the manifests' MapControllers over their other objects; see the module docstring.
-    Raises ManifestLoadError for a manifest that cannot be loaded."""
+    Raises ManifestError for a manifest that cannot be loaded."""
     cluster, loaded = embedded_with(map_controller_crd(), paths)
     results: dict[tuple[str, InputKey], MapResult | Exception] = {}
     passes: list[MapResult] = []

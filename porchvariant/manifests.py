@@ -15,14 +15,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from krmyaml import YamlError, read_documents
-from porchvariant.errors import PorchVariantError
+from reconcile.manifests import ManifestError
 
 VARIANT_KINDS = frozenset({"PackageVariant", "PackageVariantSet"})
-
-
-class ManifestError(PorchVariantError):
-    """A manifest file could not be read (missing, malformed YAML, a document that is not an object),
-    or holds a PackageVariant or set that cannot be loaded."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ What porchkit's `... reconcile -f DIR` commands share (decorators.local, mapctl.
   `--timeout`, `-v`; porchvariant's `variants reconcile` takes them too) and what they do before
   running.
 
-Every problem is a `ManifestLoadError` naming the file and object: unreadable YAML, a document
+Every problem is a `ManifestError` naming the file and object: unreadable YAML, a document
 that is not an object, an object without apiVersion, kind or metadata, or of a kind nobody serves.
 """
 
@@ -50,7 +50,7 @@ LOCAL_HOOKS_NOTE = (
 T = TypeVar("T")
 
 
-class ManifestLoadError(ReconcileError):
+class ManifestError(ReconcileError):
     """A manifest cannot be loaded: unreadable, not an object, or of a kind nobody serves."""
 
 
@@ -71,7 +71,7 @@ def read_manifests(paths: Iterable[str | Path]) -> list[Loaded]:
     try:
         documents = read_documents(paths, sys.stdin, skip_names=KUSTOMIZATION_FILES)
     except YamlError as err:
-        raise ManifestLoadError(str(err)) from None
+        raise ManifestError(str(err)) from None
     return [Loaded(document.obj, document.where) for document in documents]
 
 
@@ -84,14 +84,14 @@ def load_manifests(cluster: Cluster, manifests: list[Loaded], *,
     for manifest in sorted(manifests, key=lambda m: order.get(str(m.obj.get("kind")), 2)):
         obj = dict(manifest.obj)
         if not obj.get("apiVersion") or not obj.get("kind") or not isinstance(obj.get("metadata"), dict):
-            raise ManifestLoadError(f"{manifest.describe()}: needs apiVersion, kind and metadata")
+            raise ManifestError(f"{manifest.describe()}: needs apiVersion, kind and metadata")
         if skip(obj):
             continue
         kind = Kind.of(obj)
         try:
             namespaced = cluster.resource(kind).namespaced
         except NotFound:
-            raise ManifestLoadError(f"{manifest.describe()}: the embedded API server does not serve {kind.kind} in "
+            raise ManifestError(f"{manifest.describe()}: the embedded API server does not serve {kind.kind} in "
                                     f"{kind.api_version} (add its CustomResourceDefinition)") from None
         meta = dict(obj["metadata"])
         if namespaced and not meta.get("namespace"):
@@ -102,7 +102,7 @@ def load_manifests(cluster: Cluster, manifests: list[Loaded], *,
                 _ensure_namespace(cluster, meta["namespace"])
             stored = cluster.create(obj)
         except ApiError as err:
-            raise ManifestLoadError(f"{manifest.describe()}: {err}") from None
+            raise ManifestError(f"{manifest.describe()}: {err}") from None
         loaded[(kind, ObjectKey.of(stored))] = Loaded(stored, manifest.source)
     return loaded
 
@@ -110,7 +110,7 @@ def load_manifests(cluster: Cluster, manifests: list[Loaded], *,
 def embedded_with(crd: Obj,
                   paths: Iterable[str | Path]) -> tuple[EmbeddedCluster, dict[tuple[Kind, ObjectKey], Loaded]]:
     """A new EmbeddedCluster serving `crd`, holding the manifests at `paths` (a copy of `crd`
-    among them is skipped), and what was loaded. Raises ManifestLoadError."""
+    among them is skipped), and what was loaded. Raises ManifestError."""
     manifests = read_manifests(paths)
     cluster = EmbeddedCluster()
     cluster.create(crd)
