@@ -42,7 +42,7 @@ from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.errors import NotLeading, ReconcileError, Terminal, is_deterministic
 from reconcile.informer import Informer
 from reconcile.objects import controller_of
-from reconcile.outcome import Outcome, RequeueAfter
+from reconcile.outcome import Done, Outcome, RequeueAfter
 from reconcile.workqueue import NoMetrics, QueueMetrics, WorkQueue
 
 K = TypeVar("K", bound=Hashable)  # a controller's key: an ObjectKey, unless it reconciles something finer
@@ -305,6 +305,8 @@ class Controller(Generic[K]):
     def _reconcile(self, key: K) -> str:
         try:
             outcome = self.reconcile(key)
+            if not isinstance(outcome, Done | RequeueAfter):  # a bug in the reconcile: said loudly, retried
+                raise TypeError(f"reconcile returned {outcome!r}: return Done() or RequeueAfter(seconds)")
         except NotLeading as err:
             self.queue.add_rate_limited(key)
             log.warning("%s %s: stopped: %s", self.name, key, err)

@@ -322,3 +322,22 @@ def test_an_error_names_the_event_reason_it_is_recorded_under() -> None:
         assert controller.process(ObjectKey("default", name)) == "error"
     assert recorded == [("Warning", "SyncError", "Sync error: the hook answered 500"),
                         ("Warning", "ReconcileError", "boom")]
+
+
+def test_a_reconcile_that_returns_none_is_a_bug_said_loudly_and_retried(caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock()
+    answers: list[Any] = [None, "done", Done()]
+
+    def reconcile(key: ObjectKey) -> Any:
+        return answers.pop(0)
+
+    controller = Controller("sloppy", CONFIGMAP, reconcile, clock=clock)
+    controller.queue.add(ObjectKey("default", "a"))
+    results = []
+    for _ in range(200):
+        for ready in controller.queue.pop_ready():
+            results.append(controller.process(ready))
+            controller.queue.done(ready)
+        clock.advance(0.001)
+    assert results == ["error", "error", "success"]
+    assert "reconcile returned None: return Done() or RequeueAfter(seconds)" in caplog.text
