@@ -39,17 +39,13 @@ from reconcile.children import APPLY_STRATEGY_ANNOTATION, apply_mode
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
 from reconcile.controller import Controller, Watch, Watches
-from reconcile.errors import ReconcileError
 from reconcile.hooks import HookMetrics, HookPolicy, build_hook
+from reconcile.supervisor import UnknownResource
 
 ATTACHMENT_SETTLE = 0.05
 """Seconds a change of an attachment waits before it wakes its target: the attachments one pass
 creates then wake the target once, and the pass after sees them all (rather than one pass per
 attachment, each racing the cache)."""
-
-
-class UnknownResource(ReconcileError):
-    """A rule names a resource the API server does not serve (yet)."""
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,8 @@ from reconcile.children import APPLY_STRATEGY_ANNOTATION, ChildKind, apply_mode
 from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
 from reconcile.controller import Controller, Watch
-from reconcile.errors import ReconcileError
 from reconcile.hooks import HookMetrics, HookPolicy, build_hook
+from reconcile.supervisor import UnknownResource
 
 OUTPUT_SETTLE = 0.05
 """Seconds an output's change waits before it wakes its input's pass: the outputs one pass wrote
@@ -56,10 +56,6 @@ some tens of milliseconds)."""
 
 STATUS_SHARE = 20
 """A parent is counted again no sooner than this many times as long as its last count took."""
-
-
-class UnknownResource(ReconcileError):
-    """A resource the spec names is not served by the API server (yet)."""
 
 
 @dataclass(frozen=True)
