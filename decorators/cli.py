@@ -14,13 +14,11 @@ target whose last pass failed, is one line on stderr each, and the exit status i
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import IO
 
 from decorators.local import Preview, reconcile_manifests
 from reconcile.errors import ReconcileError
-from reconcile.hooks import parse_resolve
-from reconcile.manifests import add_local_arguments, in_key_order, start_local_run, write_manifests
+from reconcile.manifests import add_local_arguments, in_key_order, print_columns, run_hook_preview, write_manifests
 
 USER_ERRORS: tuple[type[BaseException], ...] = (ReconcileError,)  # ManifestError among them
 
@@ -36,15 +34,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
 
 def reconcile_files(args: argparse.Namespace) -> int:
-    start_local_run(args.verbose)
-    preview = reconcile_manifests(args.files, resolve=parse_resolve(args.resolve), timeout=args.timeout)
-    if args.output == "yaml":
-        print_yaml(preview, sys.stdout)
-    else:
-        print_table(preview, sys.stdout)
-    for line in preview.errors:
-        print(f"porchkit: {line}", file=sys.stderr)
-    return 1 if preview.errors else 0
+    return run_hook_preview(args, reconcile_manifests, print_table, print_yaml)
 
 
 def print_table(preview: Preview, out: IO[str]) -> None:
@@ -58,13 +48,7 @@ def print_table(preview: Preview, out: IO[str]) -> None:
         rows += [(result.decorator, target, change.action, f"{change.kind.kind} {change.key}")
                  for change in result.changes]
     rows = sorted(dict.fromkeys(rows), key=lambda row: (row[0], row[1], row[3]))
-    if not rows:
-        print("no targets or attachments changed", file=out)
-        return
-    header = ("DECORATOR", "TARGET", "CHANGE", "ATTACHMENT")
-    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-    for row in (header, *rows):
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)
+    print_columns(("DECORATOR", "TARGET", "CHANGE", "ATTACHMENT"), rows, out, "no targets or attachments changed")
 
 
 def print_yaml(preview: Preview, out: IO[str]) -> None:

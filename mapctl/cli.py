@@ -14,14 +14,11 @@ start, or an input whose last pass failed, is one line on stderr each, and the e
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Sequence
 from typing import IO, Any
 
 from mapctl.local import Preview, reconcile_manifests
 from reconcile.errors import ReconcileError
-from reconcile.hooks import parse_resolve
-from reconcile.manifests import add_local_arguments, in_key_order, start_local_run, write_manifests
+from reconcile.manifests import add_local_arguments, in_key_order, print_columns, run_hook_preview, write_manifests
 
 USER_ERRORS: tuple[type[BaseException], ...] = (ReconcileError,)
 
@@ -37,15 +34,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
 
 def reconcile_files(args: argparse.Namespace) -> int:
-    start_local_run(args.verbose)
-    preview = reconcile_manifests(args.files, resolve=parse_resolve(args.resolve), timeout=args.timeout)
-    if args.output == "yaml":
-        print_yaml(preview, sys.stdout)
-    else:
-        print_table(preview, sys.stdout)
-    for line in preview.errors:
-        print(f"porchkit: {line}", file=sys.stderr)
-    return 1 if preview.errors else 0
+    return run_hook_preview(args, reconcile_manifests, print_table, print_yaml)
 
 
 def print_table(preview: Preview, out: IO[str]) -> None:
@@ -57,11 +46,11 @@ def print_table(preview: Preview, out: IO[str]) -> None:
             rows.append((result.controller, str(result.key.parent_key), _input(result.key), change.action,
                          f"{change.kind.kind} {change.key}"))
     rows = sorted(dict.fromkeys(rows), key=lambda row: (*row[:3], row[4]))
-    _table(("MAPCONTROLLER", "PARENT", "INPUT", "CHANGE", "OUTPUT"), rows, out, "no outputs changed")
+    print_columns(("MAPCONTROLLER", "PARENT", "INPUT", "CHANGE", "OUTPUT"), rows, out, "no outputs changed")
     parents = [(f"{kind.kind} {key}", _counts(obj)) for (kind, key), obj in in_key_order(preview.parents)]
     if parents:
         print(file=out)
-        _table(("PARENT", "STATUS"), parents, out, "")
+        print_columns(("PARENT", "STATUS"), parents, out)
 
 
 def print_yaml(preview: Preview, out: IO[str]) -> None:
@@ -88,13 +77,3 @@ def _counts(parent: dict[str, Any]) -> str:
         extra = ", ".join(f"{k}={v}" for k, v in counts.items() if k != "total")
         made.append(f"{plural}={counts.get('total', 0)}" + (f" ({extra})" if extra else ""))
     return f"inputs: {', '.join(parts) or '-'}; outputs: {', '.join(made) or '-'}"
-
-
-def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], out: IO[str], empty: str) -> None:
-    if not rows:
-        if empty:
-            print(empty, file=out)
-        return
-    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-    for row in (header, *rows):
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)

@@ -34,7 +34,7 @@ from porchvariant.errors import PorchVariantError
 from porchvariant.manifests import Manifest, check_variants, read_manifests
 from porchvariant.porch_flags import add_git_arguments, remote_settings, renderer
 from reconcile.errors import ReconcileError
-from reconcile.manifests import add_local_arguments, start_local_run, state_directory
+from reconcile.manifests import add_local_arguments, print_columns, start_local_run, state_directory
 
 if TYPE_CHECKING:
     from porchvariant.local import RevisionChange
@@ -103,15 +103,10 @@ def _dump(documents: Sequence[dict[str, Any]], out: IO[str]) -> None:
 
 def print_changes(changes: Sequence[RevisionChange], out: IO[str]) -> None:
     """The table of changed package revisions, or one line saying there were none."""
-    if not changes:
-        print("no package revisions created or changed", file=out)
-        return
+    rows = [(c.repository, c.package, c.workspace, str(c.revision or "-"), c.lifecycle, "yes" if c.ready else "no",
+             c.change, c.variant or "-") for c in changes]
     header = ("REPOSITORY", "PACKAGE", "WORKSPACE", "REVISION", "LIFECYCLE", "READY", "CHANGE", "VARIANT")
-    rows = [header, *((c.repository, c.package, c.workspace, str(c.revision or "-"), c.lifecycle,
-                       "yes" if c.ready else "no", c.change, c.variant or "-") for c in changes)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)
+    print_columns(header, rows, out, "no package revisions created or changed")
 
 
 def render_sets(manifests: list[Manifest], *, warn: Any = None) -> list[dict[str, Any]]:

@@ -26,10 +26,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, Protocol, TypeVar
 
 from krmyaml import YamlError, dump_all, read_documents
 from reconcile import objects
@@ -120,6 +120,18 @@ def embedded_with(crd: Obj,
     return cluster, loaded
 
 
+def print_columns(header: Sequence[str], rows: Sequence[Sequence[str]], out: IO[str], empty: str = "") -> None:
+    """Rows under their header in left-aligned columns two spaces apart; `empty` (if any) instead
+    when there are no rows."""
+    if not rows:
+        if empty:
+            print(empty, file=out)
+        return
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    for row in (header, *rows):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out)
+
+
 def write_manifests(objects: Iterable[Obj], out: IO[str]) -> None:
     """Objects as a YAML stream a person or `kubectl apply -f -` can read, each after a `---`."""
     dump_all(objects, out, explicit_start=True)
@@ -179,6 +191,27 @@ def state_directory(text: str) -> Path:
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: not a directory (the state is a directory of its own)")
     return path
+
+
+class Preview(Protocol):
+    errors: list[str]
+
+
+P = TypeVar("P", bound=Preview)
+
+
+def run_hook_preview(args: argparse.Namespace, reconcile_manifests: Callable[..., P],
+                     print_table: Callable[[P, IO[str]], None], print_yaml: Callable[[P, IO[str]], None]) -> int:
+    """A hook controller's `reconcile -f` command (the flags of `add_local_arguments`): run the
+    preview, print it as a table or as YAML, one line on stderr per error; exit 1 if any."""
+    from reconcile.hooks import parse_resolve
+
+    start_local_run(args.verbose)
+    preview = reconcile_manifests(args.files, resolve=parse_resolve(args.resolve), timeout=args.timeout)
+    (print_yaml if args.output == "yaml" else print_table)(preview, sys.stdout)
+    for line in preview.errors:
+        print(f"porchkit: {line}", file=sys.stderr)
+    return 1 if preview.errors else 0
 
 
 def start_local_run(verbose: bool) -> None:
