@@ -78,14 +78,18 @@ class WatchEvent(NamedTuple):
     object: Obj  # for BOOKMARK: only apiVersion, kind and metadata.resourceVersion
 
 
-class Cluster(Protocol):
-    """Reads, writes, watches and discovery; see the module docstring."""
+class Discovery(Protocol):
+    """Which kinds the server serves, and how."""
 
     def resource(self, kind: Kind) -> ResourceInfo:
         """How `kind` is served; raises NotFound when the server does not serve it."""
 
     def resources(self) -> list[ResourceInfo]:
         """Every kind served, one entry per version (discovery: from a plural back to its kind)."""
+
+
+class Reader(Protocol):
+    """Reads of objects."""
 
     def get(self, kind: Kind, key: ObjectKey) -> Obj | None:
         """The object, or None when there is none."""
@@ -94,10 +98,18 @@ class Cluster(Protocol):
              fields: str | None = None) -> ListResult:
         """Objects of `kind` (in `namespace`, or all namespaces when ""), filtered by selectors."""
 
+
+class Watcher(Protocol):
+    """Changes to objects, as they happen."""
+
     def watch(self, kind: Kind, *, resource_version: str, namespace: str = "", labels: LabelSelector = None,
               fields: str | None = None, timeout: float | None = None) -> Iterator[WatchEvent]:
         """Changes after `resource_version`, with BOOKMARK events, until `timeout` seconds pass or
         the caller stops iterating. Raises Gone when that version is too old to resume from."""
+
+
+class Writer(Protocol):
+    """Writes of objects."""
 
     def create(self, obj: Obj) -> Obj:
         """Create; raises AlreadyExists, Invalid. Returns the stored object."""
@@ -121,3 +133,8 @@ class Cluster(Protocol):
                preconditions: Mapping[str, str] | None = None) -> Obj | None:
         """Delete (or mark for deletion while finalizers remain); returns the object as it stands
         when it still exists, None when it is gone; raises NotFound, Conflict (preconditions)."""
+
+
+class Cluster(Discovery, Reader, Watcher, Writer, Protocol):
+    """Reads, writes, watches and discovery (see the module docstring), composed from the roles a
+    caller may need alone, as controller-runtime composes its Reader and Writer into a Client."""

@@ -19,33 +19,11 @@ contents; a storage may call back into the cluster from the calling thread.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
-from reconcile.cluster import Kind, LabelSelector, ListResult, Obj, ObjectKey, PatchType, Propagation, WatchEvent
+from reconcile.cluster import Reader, Watcher, Writer
 
 
-class Storage(Protocol):
-    """The read and write half of `Cluster`, for the kinds one handler serves."""
-
-    def get(self, kind: Kind, key: ObjectKey) -> Obj | None: ...
-
-    def list(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None,
-             fields: str | None = None) -> ListResult: ...
-
-    def watch(self, kind: Kind, *, resource_version: str, namespace: str = "", labels: LabelSelector = None,
-              fields: str | None = None, timeout: float | None = None) -> Iterator[WatchEvent]: ...
-
-    def create(self, obj: Obj) -> Obj: ...
-
-    def update(self, obj: Obj) -> Obj: ...
-
-    def update_status(self, obj: Obj) -> Obj: ...
-
-    def patch(self, kind: Kind, key: ObjectKey, patch: Any, *, patch_type: PatchType = "merge",
-              subresource: str | None = None) -> Obj: ...
-
-    def apply(self, obj: Obj, *, field_manager: str, force: bool = False, subresource: str | None = None) -> Obj: ...
-
-    def delete(self, kind: Kind, key: ObjectKey, *, propagation: Propagation = "Background",
-               preconditions: Mapping[str, str] | None = None) -> Obj | None: ...
+class Storage(Reader, Watcher, Writer, Protocol):
+    """The read, watch and write roles of `Cluster`, for the kinds one handler serves (discovery
+    stays with the cluster)."""
