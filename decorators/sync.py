@@ -38,6 +38,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from decorators.attachments import AttachmentKind, AttachmentsError, Change, manage_attachments
 from decorators.protocol import ResponseError, SyncResponse, build_request, group_key, parse_response
@@ -99,6 +100,24 @@ class SyncResult:
     changes: tuple[Change, ...]
 
 
+def first_step(*, selected: bool, held: bool, deleting: bool, release_asked: bool) -> Literal["none", "release", "go"]:
+    """What a pass does first with a target: nothing (neither selected nor holding our finalizer;
+    or being deleted without it, so the garbage collector removes the attachments), release our
+    finalizer without cleanup (`porchkit.dev/release-finalizers` asks it), or go on."""
+    if (not selected and not held) or (deleting and not held):
+        return "none"
+    return "release" if held and release_asked else "go"
+
+
+def hook_to_call(*, selected: bool, held: bool, deleting: bool) -> Literal["none", "sync", "finalize"]:
+    """Which hook a pass calls once our finalizer is as the spec wants it: finalize while we hold
+    it on a target being deleted or no longer selected, sync on a selected live one, none when we
+    have just let go of a target we would otherwise finalize."""
+    if (not selected and not held) or (deleting and not held):
+        return "none"
+    return "finalize" if deleting or not selected else "sync"
+
+
 class TargetSync:
     """The reconcile function of one target kind of one DecoratorController (see the module docstring)."""
 
@@ -132,30 +151,27 @@ class TargetSync:
         target = self.cache.get(kind, key)
         if target is None:
             return Done()
-        selected = self.selector.matches(target)
+        selected, deleting = self.selector.matches(target), objects.is_deleting(target)
         held = finalizers.has(target, finalizer)
-        if not selected and not held:
-            return Done()
-        deleting = objects.is_deleting(target)
-        if deleting and not held:
-            return Done()  # nothing of ours holds it: the garbage collector removes the attachments
-        if held and finalizers.should_release(target, finalizer):
-            # porchkit.dev/release-finalizers: let go without cleanup, and keep away
+        step = first_step(selected=selected, held=held, deleting=deleting,
+                          release_asked=finalizers.should_release(target, finalizer))
+        if step == "release":  # porchkit.dev/release-finalizers: let go without cleanup, and keep away
             with contextlib.suppress(NotFound):
                 finalizers.release(self.cluster, kind, target, finalizer)
+        if step != "go":
             return Done()
         target = self._sync_finalizer(target, selected, held)
         if target is None:
             return Done()
         held = finalizers.has(target, finalizer)
-        if not selected and not held or deleting and not held:
+        call = hook_to_call(selected=selected, held=held, deleting=deleting)
+        if call == "none":
             return Done()  # we just let go of it (the spec dropped its finalize hook)
-        finalizing = held and (deleting or not selected)
-        hook = self.hooks.finalize if finalizing else self.hooks.sync
+        hook = self.hooks.finalize if call == "finalize" else self.hooks.sync
         if hook is None:
             return self._resync_later(None)  # a finalize-only decorator and a live object: nothing to ask
         try:
-            response = self._ask(hook, target, finalizing)
+            response = self._ask(hook, target, call == "finalize")
         except HookRetryAfter as busy:  # the hook asked us to come back later: not an error...
             if not self.follow_resync:  # ...except in a one-off run, which reports what it could not finish
                 raise SyncError(busy) from None
@@ -163,21 +179,24 @@ class TargetSync:
         changed = self._write_back(target, response, finalizer if response.finalized and held else None)
         if changed is None:
             return Done()  # the target changed meanwhile: its watch event brings us back
-        changes: list[Change] = []
-        if self._may_manage(target):  # as it was before write-back: a `finalized` answer still cleans up
-            desired = [self._defaulted(obj, target) for obj in response.attachments]
-            try:
-                changes = manage_attachments(self.cluster, target, self.attachments, self._observed(target),
-                                             desired, decorator=self.spec.name, mode=self.mode)  # type: ignore[arg-type]
-            except AttachmentsError as err:
-                raise SyncError(err) from err
+        changes = self._manage(target, response)
         if self.report is not None:
-            done = SyncResult(self.spec.name, kind, key, "finalize" if finalizing else "sync",
-                              changed is not target, tuple(changes))
-            self.report(self.spec.name, kind, key, done)
+            self.report(self.spec.name, kind, key, SyncResult(self.spec.name, kind, key, call, changed is not target,
+                                                              tuple(changes)))
         return self._resync_later(response)
 
     # --- the steps --------------------------------------------------------------------------
+
+    def _manage(self, target: Obj, response: SyncResponse) -> list[Change]:
+        """Make the cluster hold the answer's attachments, where we may (see `_may_manage`)."""
+        if not self._may_manage(target):  # as it was before write-back: a `finalized` answer still cleans up
+            return []
+        desired = [self._defaulted(obj, target) for obj in response.attachments]
+        try:
+            return manage_attachments(self.cluster, target, self.attachments, self._observed(target), desired,
+                                      decorator=self.spec.name, mode=self.mode)  # type: ignore[arg-type]
+        except AttachmentsError as err:
+            raise SyncError(err) from err
 
     def _sync_finalizer(self, target: Obj, selected: bool, held: bool) -> Obj | None:
         """The target with our finalizer added or removed as the spec says; None when it is gone."""
