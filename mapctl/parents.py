@@ -39,6 +39,7 @@ from reconcile import conditions, objects
 from reconcile.cluster import Obj, ObjectKey
 from reconcile.errors import Conflict, NotFound, Terminal
 from reconcile.outcome import Done, Outcome
+from reconcile.selectors import LabelSelector
 
 log = logging.getLogger("porchkit.mapctl")
 
@@ -49,6 +50,20 @@ class InvalidParent(Terminal):
     """A parent whose `spec.selector` cannot be used: not retried until it changes."""
 
     event_reason = "InvalidSelector"
+
+
+def already_reported(last: tuple[int, str, str] | None, activity: int, fingerprint: str, status: Any) -> bool:
+    """Whether the status last written for this parent still stands: written after the same input
+    activity, for the same mapping, and not changed since (by anyone)."""
+    return last is not None and last[:2] == (activity, fingerprint) and json.dumps(status, sort_keys=True) == last[2]
+
+
+def failure_message(failures: Mapping[str, str], total: int) -> str:
+    """The MapError condition's message for the inputs whose last pass failed; "" when none did."""
+    if not failures:
+        return ""
+    first = next(iter(failures.values()))
+    return f"{len(failures)} of {total} input{'s' if total != 1 else ''} failed; first: {first}"
 
 
 class ParentSync:
@@ -76,43 +91,18 @@ class ParentSync:
             activity = memory.activity.get(key, 0)
             changed = memory.mapped.get(key) != fingerprint
             last = memory.reported.get(key)
-        if not changed and last is not None and last[:2] == (activity, fingerprint) \
-                and json.dumps(parent.get("status"), sort_keys=True) == last[2]:
+        if not changed and already_reported(last, activity, fingerprint, parent.get("status")):
             return Done()  # nothing new since this status was written (its own echo, say)
         started = time.perf_counter()
-        counts: dict[str, int] = {}
-        live: dict[str, InputKey] = {}
-        for (group, kind_name), rule in context.inputs.items():
-            candidates = context.cache.list(rule.info.kind, key.namespace)
-            found = [obj for obj in candidates if is_input(obj, parent, selector, controller=context.spec.name)]
-            counts[rule.plural] = len(found)
-            if changed:  # keys are only needed to queue them all
-                for obj in found:
-                    name = ObjectKey.of(obj).name
-                    mk = map_key(rule.info.kind, key.namespace, name)
-                    live[mk] = InputKey(key.namespace, key.name, mk, group, kind_name, name)
-        uid = str(objects.metadata(parent).get("uid") or "")
-        owned = context.all_outputs(uid)
+        counts, live = self._inputs_of(parent, key, selector, keyed=changed)
+        owned = context.all_outputs(str(objects.metadata(parent).get("uid") or ""))
         if changed:
-            with memory.lock:
-                memory.mapped[key] = fingerprint
-            for input_key in live.values():
-                context.enqueue_input(input_key)
-            name = context.spec.name
-            mine = {kind: [obj for obj in objs if objects.metadata(obj)["labels"].get(CONTROLLER_LABEL) == name]
-                    for kind, objs in owned.items()}
-            for input_key in self._detached(key, mine, live):
-                context.enqueue_input(input_key)
+            self._map_anew(key, fingerprint, live, owned)
         status = aggregate(counts, {kind.plural: objs for kind, objs in owned.items()},
                            objects.metadata(parent).get("generation"))
-        failures = context.memory.failures(key)
-        if failures:
-            first = next(iter(failures.values()))
-            total = sum(counts.values())
-            message = f"{len(failures)} of {total} input{'s' if total != 1 else ''} failed; first: {first}"
-            status.update(self._condition(parent, "False", "MapError", message))
-        else:
-            status.update(self._condition(parent, "True", "Mapped", ""))
+        problem = failure_message(memory.failures(key), sum(counts.values()))
+        status.update(self._condition(parent, "False", "MapError", problem) if problem
+                      else self._condition(parent, "True", "Mapped", ""))
         with memory.lock:
             memory.count_cost[key] = time.perf_counter() - started
         written = self._write_status(parent, status)
@@ -120,6 +110,38 @@ class ParentSync:
             with memory.lock:
                 memory.reported[key] = (activity, fingerprint, json.dumps(written.get("status"), sort_keys=True))
         return Done()
+
+    def _inputs_of(self, parent: Obj, key: ObjectKey, selector: LabelSelector, *,
+                   keyed: bool) -> tuple[dict[str, int], dict[str, InputKey]]:
+        """How many inputs of each rule the parent has (by plural) and, if `keyed`, their keys."""
+        context = self.context
+        counts: dict[str, int] = {}
+        live: dict[str, InputKey] = {}
+        for (group, kind_name), rule in context.inputs.items():
+            candidates = context.cache.list(rule.info.kind, key.namespace)
+            found = [obj for obj in candidates if is_input(obj, parent, selector, controller=context.spec.name)]
+            counts[rule.plural] = len(found)
+            if keyed:  # keys are only needed to queue them all
+                for obj in found:
+                    name = ObjectKey.of(obj).name
+                    mk = map_key(rule.info.kind, key.namespace, name)
+                    live[mk] = InputKey(key.namespace, key.name, mk, group, kind_name, name)
+        return counts, live
+
+    def _map_anew(self, key: ObjectKey, fingerprint: str, live: Mapping[str, InputKey],
+                  owned: Mapping[Any, list[Obj]]) -> None:
+        """A parent whose mapping changed: every input is queued, and every output of this
+        MapController whose input is gone, so that it is deleted."""
+        context = self.context
+        with context.memory.lock:
+            context.memory.mapped[key] = fingerprint
+        for input_key in live.values():
+            context.enqueue_input(input_key)
+        name = context.spec.name
+        mine = {kind: [obj for obj in objs if objects.metadata(obj)["labels"].get(CONTROLLER_LABEL) == name]
+                for kind, objs in owned.items()}
+        for input_key in self._detached(key, mine, live):
+            context.enqueue_input(input_key)
 
     def _detached(self, key: ObjectKey, owned: Mapping[Any, list[Obj]], live: Mapping[str, InputKey]) -> list[InputKey]:
         """The input keys of outputs whose map key no input has: from the input annotation when it

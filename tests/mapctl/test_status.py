@@ -6,6 +6,7 @@ import copy
 import json
 from typing import Any
 
+from mapctl.parents import already_reported, failure_message
 from mapctl.status import aggregate
 
 
@@ -76,3 +77,19 @@ def test_the_outputs_are_not_changed() -> None:
     before = copy.deepcopy(outputs)
     aggregate({}, outputs, 1)
     assert outputs == before
+
+
+def test_a_status_written_for_the_same_activity_and_mapping_and_untouched_since_stands() -> None:
+    status = {"inputs": {"services": {"total": 2}}}
+    last = (3, "fp", json.dumps(status, sort_keys=True))
+    assert already_reported(last, 3, "fp", {"inputs": {"services": {"total": 2}}})
+    assert not already_reported(None, 3, "fp", status)  # never written
+    assert not already_reported(last, 4, "fp", status)  # an input changed since
+    assert not already_reported(last, 3, "other", status)  # the parent's mapping changed
+    assert not already_reported(last, 3, "fp", {"inputs": {}})  # someone else rewrote the status
+
+
+def test_the_failure_message_counts_the_failed_inputs_and_quotes_the_first() -> None:
+    assert failure_message({}, 5) == ""
+    assert failure_message({"a": "hook said no", "b": "timeout"}, 5) == "2 of 5 inputs failed; first: hook said no"
+    assert failure_message({"a": "hook said no"}, 1) == "1 of 1 input failed; first: hook said no"
