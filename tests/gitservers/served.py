@@ -39,6 +39,10 @@ class ServedRepositories:
     _name = "server"
     _pid_file = "server.pid"
 
+    def url(self, repo: str) -> str:
+        """The URL git clones `repo` (a repository under `repos`) from."""
+        raise NotImplementedError
+
     def _command(self) -> list[str]:
         raise NotImplementedError
 

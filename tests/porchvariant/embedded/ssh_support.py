@@ -11,7 +11,6 @@ secret in its arguments or environment; `files_holding` looks for it in files.
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,34 +21,23 @@ from porchvariant.embedded.git.repository import GitPackageRepository
 from porchvariant.embedded.git.ssh import SshAuth
 from porchvariant.embedded.git.transport import Transport
 from tests.gitservers.ssh import SshGitServer
-from tests.porchvariant.variants_support import ENV, NS, Repos
+from tests.porchvariant.embedded.remote_support import ServedLayout
+from tests.porchvariant.variants_support import NS
 
 SECRET = "git-ssh"
 
 
-class SshServed:
-    """The blueprint and deployment repositories of `Repos`, served by `server` over ssh."""
+class SshServed(ServedLayout):
+    """The layout of remote_support.py served by `server` over ssh, with key auth."""
+
+    secret_name = SECRET
+    server: SshGitServer
 
     def __init__(self, server: SshGitServer, tmp: Path, deployments: tuple[str, ...] = ("prod",)) -> None:
-        self.server, self.tmp, self.deployments = server, tmp, deployments
-        (tmp / "seed").mkdir()
-        local = Repos(tmp / "seed", deployments)
-        for name, path in (("catalog", local.catalog), *local.deployments.items()):
-            subprocess.run(["git", "clone", "--quiet", "--bare", str(path), str(server.repos / f"{name}.git")],
-                           check=True, env=ENV)
+        super().__init__(server, tmp, deployments)
 
     def auth(self) -> SshAuth:
         return SshAuth(self.server.private_key, self.server.known_hosts)
-
-    def repository(self, name: str, **git: Any) -> dict[str, Any]:
-        return {"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "Repository",
-                "metadata": {"name": name, "namespace": NS},
-                "spec": {"type": "git", "deployment": name != "catalog",
-                         "git": {"repo": self.server.url(f"{name}.git"), "branch": "main",
-                                 "secretRef": {"name": SECRET}, **git}}}
-
-    def repositories(self) -> list[dict[str, Any]]:
-        return [self.repository("catalog"), *(self.repository(name) for name in self.deployments)]
 
     def secret(self, private_key: bytes | None = None, *, known_hosts: bytes | None = None) -> dict[str, Any]:
         """The ssh-auth Secret (stringData, as a person writes it), with `known_hosts` when given."""
@@ -72,18 +60,6 @@ class SshServed:
         called before every command (the server's own key and host key unless given)."""
         transport = Transport(url or self.server.url(f"{name}.git"), credentials=auth or self.auth)
         return GitPackageRepository("", remote=Mirror(cache, transport, "main"))
-
-    def push_commit(self, name: str, path: str, text: str, *, branch: str = "main") -> str:
-        """Someone else's commit on `branch` of the served repository (straight to its directory); its id."""
-        work = self.tmp / f"work-{name}-{len(list(self.tmp.glob('work-*')))}"
-        self.server.work_git(self.tmp, "clone", "--quiet", "--branch", branch, str(self.server.repos / f"{name}.git"),
-                             str(work))
-        (work / path).parent.mkdir(parents=True, exist_ok=True)
-        (work / path).write_text(text)
-        self.server.work_git(work, "add", "-A")
-        self.server.work_git(work, "commit", "--quiet", "-m", f"someone else: {path}")
-        self.server.work_git(work, "push", "--quiet", "origin", f"HEAD:refs/heads/{branch}")
-        return self.server.work_git(work, "rev-parse", "HEAD").strip()
 
     def key_lines(self, private_key: bytes | None = None) -> list[bytes]:
         """The lines of a private key's body: any of them found anywhere is a leak."""
