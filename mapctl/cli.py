@@ -18,7 +18,8 @@ from typing import IO, Any
 
 from mapctl.local import Preview, reconcile_manifests
 from reconcile.errors import ReconcileError
-from reconcile.manifests import add_local_arguments, in_key_order, print_columns, run_hook_preview, write_manifests
+from reconcile.hooks.preview import run_hook_preview
+from reconcile.manifests import add_local_arguments, in_key_order, print_columns, write_manifests
 
 USER_ERRORS: tuple[type[BaseException], ...] = (ReconcileError,)
 

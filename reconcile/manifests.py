@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol, TypeVar
+from typing import IO, TypeVar
 
 from krmyaml import YamlError, dump_all, read_documents
 from reconcile import objects
@@ -191,27 +191,6 @@ def state_directory(text: str) -> Path:
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: not a directory (the state is a directory of its own)")
     return path
-
-
-class Preview(Protocol):
-    errors: list[str]
-
-
-P = TypeVar("P", bound=Preview)
-
-
-def run_hook_preview(args: argparse.Namespace, reconcile_manifests: Callable[..., P],
-                     print_table: Callable[[P, IO[str]], None], print_yaml: Callable[[P, IO[str]], None]) -> int:
-    """A hook controller's `reconcile -f` command (the flags of `add_local_arguments`): run the
-    preview, print it as a table or as YAML, one line on stderr per error; exit 1 if any."""
-    from reconcile.hooks import parse_resolve
-
-    start_local_run(args.verbose)
-    preview = reconcile_manifests(args.files, resolve=parse_resolve(args.resolve), timeout=args.timeout)
-    (print_yaml if args.output == "yaml" else print_table)(preview, sys.stdout)
-    for line in preview.errors:
-        print(f"porchkit: {line}", file=sys.stderr)
-    return 1 if preview.errors else 0
 
 
 def start_local_run(verbose: bool) -> None:

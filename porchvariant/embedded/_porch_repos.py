@@ -33,6 +33,7 @@ Does not: build API objects (_porch_objects.py) or apply Porch's API rules (porc
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -45,7 +46,9 @@ from porchvariant.embedded.git.transport import is_remote
 from porchvariant.porch_client import REPOSITORY
 from reconcile.cluster import Cluster, Obj
 from reconcile.errors import NotFound
+from reconcile.informer import Informer
 
+WATCH_SECONDS = 30.0  # a watch of Repositories is renewed this often, and closing waits for it at most
 ALLOW_EXEC_ANNOTATION = "porchkit.dev/allow-exec-functions"
 
 
@@ -99,21 +102,38 @@ class Repositories:
     """The served Repositories of one cluster; not thread-safe (EmbeddedPorch holds its lock),
     except `listing`."""
 
-    def __init__(self, cluster: Cluster, remotes: RemoteSettings | None = None) -> None:
+    def __init__(self, cluster: Cluster, remotes: RemoteSettings | None = None, *, watched: bool = False) -> None:
+        """`watched`: keep the Repository objects in an informer (a list and a watch) rather than
+        list them on every request, for a `cluster` that is a real API server."""
         self.cluster = cluster  # where the Repository objects (and their Secrets) are read
         self.remotes = remotes or RemoteSettings()
         self._handles: dict[tuple[str, str], _Handle] = {}  # (namespace, name)
         self._failing: dict[tuple[str, str], tuple[str, Schedule]] = {}  # remotes that could not be opened
         self._last: dict[str, tuple[tuple[tuple[str, str, str], ...], list[Repo]]] = {}
+        self._informer: Informer | None = None
+        self._stop = threading.Event()
+        if watched:
+            self._informer = Informer(cluster, REPOSITORY, watch_timeout=WATCH_SECONDS)
+            self._watching = threading.Thread(target=self._informer.run, args=(self._stop,), name="porch-repositories",
+                                              daemon=True)
+            self._watching.start()
 
     def close(self) -> None:
+        if self._informer is not None:
+            self._stop.set()
+            self._informer.wake()
+            self._watching.join(WATCH_SECONDS + 5)
         for handle in self._handles.values():
             handle.git.close()
         self._handles.clear()
         self._last.clear()
 
     def listing(self, namespace: str) -> list[Obj]:
-        """The Repository objects of the namespace ("" for all), as the cluster has them now."""
+        """The Repository objects of the namespace ("" for all), as the cluster has them now (as
+        the informer has them, once it has listed them)."""
+        if self._informer is not None and self._informer.synced.is_set():
+            return sorted(self._informer.list(namespace), key=lambda o: (o["metadata"].get("namespace") or "",
+                                                                        o["metadata"]["name"]))
         try:
             return self.cluster.list(REPOSITORY, namespace=namespace).items
         except NotFound:

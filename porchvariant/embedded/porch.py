@@ -139,11 +139,13 @@ class EmbeddedPorch:
         self._writers = threading.Condition()  # guards _writing
         self._writing: dict[tuple[str, str], _NameLock] = {}  # (namespace, name) -> its writers' lock
         self._history = History(history)
-        self._repos = Repositories(repositories_from if repositories_from is not None else cluster, remotes)
+        elsewhere = repositories_from is not None and repositories_from is not cluster
+        # Another server's Repositories are watched, not listed on every request.
+        self._repos = Repositories(repositories_from if repositories_from is not None else cluster, remotes,
+                                   watched=elsewhere)
         self._objects = Objects(self._history)
         self._first_tasks = FirstTasks(self._repos)
         self._deleting: dict[tuple[str, str], str] = {}  # (ns, name) -> deletionTimestamp
-        elsewhere = repositories_from is not None and repositories_from is not cluster
         for info in (PACKAGE_REVISION_INFO, PACKAGE_REVISION_RESOURCES_INFO):
             try:
                 cluster.resource(info.kind)

@@ -16,7 +16,7 @@ from porchvariant.porch_client import PACKAGE_REVISION, PorchClient
 from reconcile import EmbeddedCluster
 from reconcile.errors import NotFound, ReconcileError
 from reconcile.routing import RoutedCluster
-from tests.porchvariant.variants_support import NS, Repos
+from tests.porchvariant.variants_support import NS, Repos, eventually
 
 
 def parse(*argv: str) -> Any:
@@ -83,3 +83,44 @@ def test_the_extension_is_what_the_face_gives_every_porch_controller() -> None:
         "packagevariant": True, "packagevariantset": True, "approval": True}
     with pytest.raises(ReconcileError):
         PORCH.check(parse("--embedded", "--porch", "cluster"))
+
+
+class _CountedLists:
+    """A cluster that counts the Repository lists asked of it (every other call goes through)."""
+
+    def __init__(self, cluster: EmbeddedCluster) -> None:
+        self.cluster, self.repository_lists = cluster, 0
+
+    def list(self, kind: Any, **kwargs: Any) -> Any:
+        if kind.kind == "Repository":
+            self.repository_lists += 1
+        return self.cluster.list(kind, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cluster, name)
+
+
+def test_the_api_servers_repositories_are_watched_not_listed_on_every_request(tmp_path: Path) -> None:
+    repos = Repos(tmp_path)
+    with EmbeddedCluster() as server:
+        server.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        for crd in crds():
+            server.create(crd)
+        catalog = repos.repositories()[0]
+        server.create(catalog)
+        counted = _CountedLists(server)
+        with ExitStack() as stack:
+            routed = PORCH.extend(parse("--porch", "embedded", "--git-cache", str(tmp_path / "cache")),
+                                  counted, stack, lambda: True)  # type: ignore[arg-type]
+            porch = PorchClient(routed)
+            eventually(lambda: {"catalog.web.v1", "catalog.web.v2"} <= {pr["metadata"]["name"]
+                                                                       for pr in porch.revisions(NS)})
+            lists = counted.repository_lists
+            for _ in range(20):
+                porch.revisions(NS)
+            assert counted.repository_lists == lists  # the informer's cache answered
+            # A Repository made later (the same git repository under another name) is seen through
+            # the watch, and served.
+            server.create({**catalog, "metadata": {**catalog["metadata"], "name": "mirror"}})
+            eventually(lambda: "mirror.web.v2" in {pr["metadata"]["name"] for pr in porch.revisions(NS)})
+            assert counted.repository_lists == lists
