@@ -42,7 +42,7 @@ class Saved(NamedTuple):
     objects: list[tuple[GroupKind, Obj]]
 
 
-class Journal:
+class StateLog:
     """The directory's snapshot and journal; `record` is a store listener.
 
     Threads: `record`, `record_kinds`, `compact` and `close` are called under the cluster's lock;

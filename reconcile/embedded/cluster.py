@@ -49,7 +49,7 @@ from reconcile.embedded._engine import Engine
 from reconcile.embedded._gc import GarbageCollector
 from reconcile.embedded._kinds import BUILTIN, NAMESPACE, REGISTERED, Registry, group_kind
 from reconcile.embedded._namespaces import PROTECTED, Namespaces
-from reconcile.embedded._persist import Journal
+from reconcile.embedded._persist import StateLog
 from reconcile.embedded._store import Change, Store
 from reconcile.embedded._validation import request_body
 from reconcile.embedded._watch import Watcher, WatchHub, WatchStream
@@ -88,7 +88,7 @@ class EmbeddedCluster:
         self._namespaces = Namespaces(self._engine)
         self._namespaces_elsewhere: set[Kind] = set()
         self._engine.reactors = [Defaults(), self._namespaces, Crds(self._engine), GarbageCollector(self._engine)]
-        self._journal = Journal(persist_to) if persist_to is not None else None
+        self._journal = StateLog(persist_to) if persist_to is not None else None
         self._compacted_at = -1  # the store revision of the last snapshot written
         self._closed = False
         try:
@@ -392,7 +392,7 @@ class EmbeddedCluster:
         if self._closed:
             raise ServerError("the embedded cluster is closed")
 
-    def _restore(self, journal: Journal) -> None:
+    def _restore(self, journal: StateLog) -> None:
         saved = journal.load()
         for info in saved.kinds:
             self._registry.add(info, origin=REGISTERED)
@@ -410,7 +410,7 @@ class EmbeddedCluster:
                 self._engine.settle()
         self._store.subscribe(journal.record)
 
-    def _compact(self, journal: Journal) -> None:
+    def _compact(self, journal: StateLog) -> None:
         self._compacted_at = self._store.revision
         objects = [(gk, obj) for gk in self._store.group_kinds() for obj in self._store.objects(gk)]
         journal.compact(self._store.revision, self._registry.registered(), objects)
