@@ -81,3 +81,16 @@ def test_an_integer_too_long_to_convert_is_one_line_naming_where_it_is() -> None
 
 def test_long_integers_within_the_limit_and_in_power_of_two_bases_are_read() -> None:
     assert load_all(f"a: {'9' * 4300}\nb: 0x{'f' * 5000}\n") == [{"a": int("9" * 4300), "b": 16**5000 - 1}]
+
+
+def test_a_lone_surrogate_is_refused_naming_where_it_is() -> None:
+    # what a byte that is not UTF-8 becomes when decoded with "surrogateescape"
+    with pytest.raises(YamlError) as refused:
+        load_all("a: 1\nb: x\udcff\n", "s.yaml")
+    assert str(refused.value) == "s.yaml: line 2, column 5: invalid YAML: a lone surrogate (U+DCFF) is not a character"
+
+
+@pytest.mark.parametrize("text", ["a: !!map 0\n", "!!map [1]\n", "!!set [1]\n"])
+def test_a_tag_asking_for_a_mapping_where_there_is_none_is_refused(text: str) -> None:
+    with pytest.raises(YamlError, match="expected a mapping node, but found"):
+        load_all(text)
