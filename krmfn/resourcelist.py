@@ -123,8 +123,10 @@ def read(data: bytes | str) -> ResourceList:
         if text.lstrip()[:1] in ("{", "["):
             try:
                 return _read_json(text)
-            except json.JSONDecodeError:
-                pass  # flow-style YAML that is not JSON: libyaml reads it
+            except (ValueError, RecursionError):
+                # Flow-style YAML that is not JSON (JSONDecodeError), or JSON that Python's reader
+                # cannot take (a number past int()'s 4,300 digits, deep nesting): libyaml reads or refuses it.
+                pass
         try:
             return _read_block(text)
         except _WholeDocument:
@@ -181,7 +183,7 @@ def _read_block(text: str) -> ResourceList:
             value, original = yamlio.read_chunk(lines, rows, start, stop)
         except UnreadableYaml:
             raise _WholeDocument from None
-        if not isinstance(value, dict) or len(value) != 1:
+        if not isinstance(value, dict) or list(value) != [key]:  # (`null:` is the key None)
             raise _WholeDocument
         document[key] = value[key]
         if key == "functionConfig":

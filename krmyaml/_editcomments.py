@@ -209,7 +209,10 @@ def _add_pre(node: Any, key: Any, text: str) -> None:
     if not text:
         return
     slots = node.ca.items.setdefault(key, [None, None, None, None])
-    slots[1] = [CommentToken(text + _text(slots[1]), CommentMark(0))]
+    # For a block scalar item (`- |- # comment`) ruamel keeps the comment after `|-` here as plain
+    # strings, which its writer drops (textedit carries the line over); the lines above take its place.
+    before = slots[1] if slots[1] and all(isinstance(token, CommentToken) for token in slots[1]) else None
+    slots[1] = [CommentToken(text + _text(before), CommentMark(0))]
 
 
 def _set_end(node: Any, text: str) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from krmyaml import schema
 from krmyaml._scalars import resolve_plain
 from krmyaml._shape import Path, Shape
 from krmyaml.errors import YamlError
@@ -38,6 +39,12 @@ _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 class _Loader(_BaseLoader):
     """A composer whose resolver only says whether a scalar was plain: meaning comes later."""
+
+    def __init__(self, stream: str) -> None:
+        try:
+            super().__init__(stream)
+        except UnicodeEncodeError as err:
+            raise schema.lone_surrogate(stream, err.start) from None
 
     def resolve(self, kind: type[Node], value: Any, implicit: tuple[bool, bool]) -> str:
         if kind is ScalarNode:

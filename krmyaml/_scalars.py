@@ -79,8 +79,10 @@ def _resolve_number(text: str) -> Any:
             number = int(binary, 2)
         elif zero_octal is not None:
             number = int(zero_octal, 8)
-        else:
+        elif len(decimal) <= 20:
             number = int(decimal)
+        else:  # out of uint64's range, and int() refuses more than 4,300 digits: not an integer
+            number = _UINT64_MAX + 1
         if sign == "-":
             number = -number
         if _INT64_MIN <= number <= _INT64_MAX or (not sign and number <= _UINT64_MAX):

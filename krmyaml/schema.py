@@ -65,7 +65,10 @@ class Loader(yaml.CSafeLoader):
     yaml_implicit_resolvers = _resolvers(yaml.CSafeLoader.yaml_implicit_resolvers)
 
     def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+        try:
+            super().__init__(stream)
+        except UnicodeEncodeError as err:
+            raise lone_surrogate(stream, err.start) from None
         self.alias_budget = max(MIN_ALIAS_BUDGET, ALIAS_BUDGET_PER_CHAR * len(stream))
 
     def construct_document(self, node: Node) -> Any:
@@ -73,7 +76,8 @@ class Loader(yaml.CSafeLoader):
         return super().construct_document(node)
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
-        _refuse_duplicate_keys(node)
+        if isinstance(node, MappingNode):  # a tag can ask for one elsewhere (`!!map 0`); the base class refuses it
+            _refuse_duplicate_keys(node)
         return super().construct_mapping(node, deep)
 
     def construct_yaml_int(self, node: ScalarNode) -> int:
@@ -175,6 +179,16 @@ def _documents(text: str, source: str) -> Iterator[Any]:
             yield loader.get_data()
     finally:
         loader.dispose()
+
+
+def lone_surrogate(text: str, index: int) -> yaml.MarkedYAMLError:
+    """The error for the lone surrogate at `text[index]`. It is no character, and libyaml, which
+    reads UTF-8, cannot be handed one; it comes from bytes decoded with "surrogateescape", as
+    Python decodes argv and, in the POSIX locale, stdin."""
+    mark = yaml.Mark("<unicode string>", index, text.count("\n", 0, index), index - text.rfind("\n", 0, index) - 1,
+                     None, 0)
+    return yaml.MarkedYAMLError(problem=f"a lone surrogate (U+{ord(text[index]):04X}) is not a character",
+                                problem_mark=mark)
 
 
 def _require(node: ScalarNode, pattern: re.Pattern[str], tag: str, *, also: re.Pattern[str] | None = None) -> None:

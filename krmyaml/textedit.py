@@ -112,7 +112,7 @@ def scalar_span(document: str, keys: Sequence[str]) -> tuple[int, int] | None:
     the text is not YAML."""
     try:
         node = yaml.compose(document, Loader=yaml.CSafeLoader)  # marks count characters, as str does
-    except (yaml.YAMLError, RecursionError):
+    except (yaml.YAMLError, RecursionError, UnicodeEncodeError):
         return None
     for key in keys:
         if not isinstance(node, yaml.MappingNode):
@@ -265,10 +265,13 @@ class _Edited:
 def _load_round_trip(engine: YAML, parts: _Parts) -> tuple[str, Any]:
     """(the text ruamel read, its data): the body with LF line ends, and if ruamel rejects tabs
     that YAML allows as separators (`key:<tab>value`, `value<tab># comment`), with those tabs
-    turned into spaces, provided that reads as the same data."""
+    turned into spaces, provided that reads as the same data. Raises YamlTextError, also for
+    nesting deeper than ruamel's recursion reaches (a few hundred levels, where libyaml allows 1,000)."""
     read = parts.body.replace("\r\n", "\n")
     try:
         return read, engine.load(read)
+    except RecursionError as err:
+        raise YamlTextError(f"yaml: {TOO_DEEP}") from err
     except YAMLError as err:
         untabbed = read.replace("\t", " ")
         if "\t" in read and _same_fast(untabbed, read):
@@ -277,6 +280,15 @@ def _load_round_trip(engine: YAML, parts: _Parts) -> tuple[str, Any]:
             except YAMLError:
                 pass
         raise _ruamel_error(err, parts) from err
+    except Exception as err:
+        # ruamel's constructors crash on some scalars that are not what their tag says (IndexError
+        # for `!!int` without digits, KeyError for `!!bool maybe`): the fast loader refuses those, in
+        # words. A ValueError is an integer longer than int() converts, even one the fast loader
+        # reads (`000…0` is octal to it, and Python converts octal at any length). Anything else is a bug.
+        load_fast(read, first_line=1 + parts.head.count("\n"))
+        if isinstance(err, ValueError):
+            raise YamlTextError(f"yaml: {str(err).split(';')[0]}") from err
+        raise
 
 
 def _same_fast(a: str, b: str) -> bool:
@@ -288,8 +300,12 @@ def _same_fast(a: str, b: str) -> bool:
 
 
 def _dump(engine: YAML, data: Any) -> str:
+    """`data` written by ruamel; YamlTextError if it is nested deeper than ruamel's recursion reaches."""
     out = io.StringIO()
-    engine.dump(data, out)
+    try:
+        engine.dump(data, out)
+    except RecursionError as err:
+        raise YamlTextError(f"yaml: {TOO_DEEP}") from err
     return out.getvalue()
 
 

@@ -38,6 +38,12 @@ def test_plain_scalars_mean_what_go_yaml_says(text: str, value: object) -> None:
     assert same_value(resolve_plain(text), value)
 
 
+def test_a_decimal_longer_than_python_converts_stays_text_as_in_go_yaml() -> None:
+    # Not an int64 or uint64, and ParseFloat overflows; int() would refuse it (over 4,300 digits).
+    assert resolve_plain("1" * 4400) == "1" * 4400
+    assert resolve_plain("-" + "9" * 25) == -1e25
+
+
 def test_nan_spellings_are_floats() -> None:
     for text in (".nan", ".NaN", ".NAN"):
         assert math.isnan(resolve_plain(text))

@@ -97,3 +97,16 @@ def test_a_text_longer_than_the_limit_is_refused_before_it_is_parsed(monkeypatch
     load_all("a: " + "x" * (2**20 - 4))
     with pytest.raises(YamlError, match=r"^big.yaml: 1 Mi characters of YAML is more than the 1 Mi porchkit reads"):
         load_all("a: [" + "x" * 2**20, "big.yaml")  # invalid too: the size is what is said
+
+
+def test_a_lone_surrogate_is_refused_naming_where_it_is() -> None:
+    # what a byte that is not UTF-8 becomes when decoded with "surrogateescape"
+    with pytest.raises(YamlError) as refused:
+        load_all("a: 1\nb: x\udcff\n", "s.yaml")
+    assert str(refused.value) == "s.yaml: line 2, column 5: invalid YAML: a lone surrogate (U+DCFF) is not a character"
+
+
+@pytest.mark.parametrize("text", ["a: !!map 0\n", "!!map [1]\n", "!!set [1]\n"])
+def test_a_tag_asking_for_a_mapping_where_there_is_none_is_refused(text: str) -> None:
+    with pytest.raises(YamlError, match="expected a mapping node, but found"):
+        load_all(text)
