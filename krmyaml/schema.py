@@ -134,7 +134,8 @@ def load_all(text: str, source: str = "") -> list[Any]:
         return list(_documents(text, source))
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark
-        where = f"{source}: line {mark.line + 1}, column {mark.column + 1}" if mark else source
+        line = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        where = ": ".join(part for part in (source, line) if part)
         problem = err.problem or str(err)
         if "maximum nesting depth" in problem:  # libyaml's own limit (PyYAML >= 6.0.4), in our words
             problem = TOO_DEEP

@@ -110,3 +110,8 @@ def test_a_lone_surrogate_is_refused_naming_where_it_is() -> None:
 def test_a_tag_asking_for_a_mapping_where_there_is_none_is_refused(text: str) -> None:
     with pytest.raises(YamlError, match="expected a mapping node, but found"):
         load_all(text)
+
+
+def test_an_error_without_a_source_starts_with_its_line() -> None:
+    with pytest.raises(YamlError, match=r"^line 2, column 1: invalid YAML: "):
+        load_all("a: [1\n")
