@@ -2,7 +2,7 @@
 
 One PackageVariantSet fans one package out to REPOSITORIES × PACKAGES downstreams (default
 10 × 100 = 1,000), each with a package context. Timed, each as a whole local run
-(`porchvariant.local.reconcile_manifests`, what `porchkit variants reconcile` runs: start-up,
+(`porchvariant.local_run.reconcile_manifests`, what `porchkit variants reconcile` runs: start-up,
 caches, controllers until idle), in one process:
 
   * local: every Repository (the upstream catalog and the deployment repositories) a bare git
@@ -49,7 +49,7 @@ from typing import Any
 
 from porchvariant.embedded.git.repository import GitPackageRepository
 from porchvariant.embedded.git.transport import Transport
-from porchvariant.local import LocalRun, RemoteSettings, reconcile_manifests
+from porchvariant.local_run import LocalRun, RemoteSettings, reconcile_manifests
 from porchvariant.manifests import Manifest
 
 # `python bench/variants_bench.py` puts bench/ on sys.path, not the repository root, and the remote

@@ -3,7 +3,7 @@
     porchkit decorators reconcile -f DIR [-f FILE ...] [--resolve HOST=ADDR ...] [-o table|yaml]
 
 Loads the manifests, runs the DecoratorControllers among them over the other objects
-(decorators.local), and prints what the passes did: a table with one row per target changed and
+(decorators.preview), and prints what the passes did: a table with one row per target changed and
 per attachment created, updated, deleted or recreated; or, with `-o yaml`, those objects as they
 ended up (a deleted attachment is not printed). Rows are sorted by decorator, target and
 attachment, documents by kind and key, so that two runs over the same manifests print the same
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import IO
 
-from decorators.local import Preview, reconcile_manifests
+from decorators.preview import Preview, reconcile_manifests
 from reconcile.errors import ReconcileError
 from reconcile.hooks.preview import run_hook_preview
 from reconcile.manifests import add_local_arguments, in_key_order, print_columns, write_manifests

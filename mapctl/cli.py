@@ -2,7 +2,7 @@
 
     porchkit map reconcile -f DIR [-f FILE ...] [--resolve HOST=ADDR ...] [-o table|yaml]
 
-Loads the manifests, runs the MapControllers among them over the other objects (mapctl.local),
+Loads the manifests, runs the MapControllers among them over the other objects (mapctl.preview),
 and prints what the passes did: a table with one row per output created, updated, deleted or
 recreated, and one per parent with the counts of its status; or, with `-o yaml`, the outputs and
 parents as they ended up (a deleted output is not printed). Rows are sorted by controller,
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import IO, Any
 
-from mapctl.local import Preview, reconcile_manifests
+from mapctl.preview import Preview, reconcile_manifests
 from reconcile.errors import ReconcileError
 from reconcile.hooks.preview import run_hook_preview
 from reconcile.manifests import add_local_arguments, in_key_order, print_columns, write_manifests

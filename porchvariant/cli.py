@@ -14,7 +14,7 @@ anything is printed or written).
 
 `reconcile` runs the PackageVariant and PackageVariantSet controllers over the objects in the
 manifests, with the package revisions served from the git repositories their Repositories name
-(porchvariant.local), prints a table of the package revisions created or changed (or, with
+(porchvariant.local_run), prints a table of the package revisions created or changed (or, with
 `-o yaml`, those revisions as they ended up), and exits 1 if a PackageVariant or set is Stalled
 or not Ready (each named on stderr). It takes the flags of the other local `... reconcile`
 commands (reconcile.manifests): `-v` logs every pass and retry on stderr, which are otherwise
@@ -37,7 +37,7 @@ from reconcile.errors import ReconcileError
 from reconcile.manifests import add_local_arguments, print_columns, start_local_run, state_directory
 
 if TYPE_CHECKING:
-    from porchvariant.local import RevisionChange
+    from porchvariant.local_run import RevisionChange
 
 USER_ERRORS: tuple[type[BaseException], ...] = (PorchVariantError, ReconcileError)
 
@@ -77,7 +77,7 @@ def render_files(args: argparse.Namespace) -> int:
 
 
 def reconcile_files(args: argparse.Namespace) -> int:
-    from porchvariant.local import reconcile_manifests
+    from porchvariant.local_run import reconcile_manifests
 
     start_local_run(args.verbose)
     manifests = read_manifests(args.files)

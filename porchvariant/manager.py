@@ -84,7 +84,7 @@ class PorchChoice:
         embedded Porch that `stack` closes. In a shared cluster, a Secret goes only to the servers
         it names, and only the leader writes the Repositories' Ready condition."""
         from porchvariant.embedded.porch import EmbeddedPorch
-        from porchvariant.local import serve_porch
+        from porchvariant.local_run import serve_porch
 
         if not _embedded_porch(args):
             return cluster

@@ -1,6 +1,6 @@
 """Manifests for local runs: read objects from files and load them into an embedded API server.
 
-What porchkit's `... reconcile -f DIR` commands share (decorators.local, mapctl.local):
+What porchkit's `... reconcile -f DIR` commands share (decorators.preview, mapctl.preview):
 
 * `read_manifests(paths)`: every object in the files, directories or `-` given (YAML streams,
   `kind: List` unwrapped), each with where it came from; kustomize's own files beside the

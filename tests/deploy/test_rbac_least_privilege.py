@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from porchvariant.local import serve_porch
+from porchvariant.local_run import serve_porch
 from reconcile import EmbeddedCluster, Kind, ObjectKey
 from tests.deploy.rbac_model import (
     AGGREGATION_LABELS,

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from porchvariant.approval_controller import APPROVAL_POLICIES_ANNOTATION, POLICY_ANNOTATION, approval_decision
-from porchvariant.local import serve_porch
+from porchvariant.local_run import serve_porch
 from porchvariant.manager import approval_controllers, package_variant_controllers
 from porchvariant.packagevariant_controller import PACKAGE_VARIANT
 from porchvariant.porch_client import PACKAGE_REVISION, REPOSITORY
 from reconcile import EmbeddedCluster, Kind, ObjectKey
 from reconcile.events import EventRecorder
-from reconcile.local import run_until_idle
+from reconcile.idle import run_until_idle
 from reconcile.manager import Manager
 from tests.porchvariant.variants_support import NS, Repos, package_variant, refs
 

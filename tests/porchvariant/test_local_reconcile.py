@@ -16,7 +16,7 @@ import yaml
 
 from porchvariant.embedded.git.repository import GitPackageRepository, Lifecycle, Revision
 from porchvariant.errors import PorchVariantError
-from porchvariant.local import LocalRun, RemoteSettings, reconcile_manifests
+from porchvariant.local_run import LocalRun, RemoteSettings, reconcile_manifests
 from porchvariant.packagevariant_controller import MUTATIONS_CONDITION
 from tests.porchvariant.variants_support import NS, Repos, configmap, manifests, package_variant
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from porchvariant.embedded._porch_remotes import RemoteSettings
-from porchvariant.local import reconcile_manifests
+from porchvariant.local_run import reconcile_manifests
 from porchvariant.porch_client import REPOSITORY
 from reconcile import EmbeddedCluster, conditions
 from reconcile.cluster import ObjectKey

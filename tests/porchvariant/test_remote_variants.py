@@ -22,7 +22,7 @@ import pytest
 from porchkit.cli import main
 from porchvariant.embedded._porch_remotes import RemoteSettings
 from porchvariant.embedded._secret_scope import SERVERS_ANNOTATION
-from porchvariant.local import serve_porch
+from porchvariant.local_run import serve_porch
 from porchvariant.manager import package_variant_controllers
 from porchvariant.packagevariant_controller import PACKAGE_VARIANT
 from porchvariant.porch_client import PACKAGE_REVISION, REPOSITORY

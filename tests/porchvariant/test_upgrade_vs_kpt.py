@@ -18,7 +18,7 @@ import yaml
 
 from krmfn.testing import kpt_binary
 from porchvariant.embedded.git.repository import GitPackageRepository, Lifecycle
-from porchvariant.local import reconcile_manifests
+from porchvariant.local_run import reconcile_manifests
 from tests.porchvariant.embedded.test_resource_merge_kpt import as_data, checked, read_tree, write_tree
 from tests.porchvariant.variants_support import Repos, configmap, manifests, package_variant
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from porchvariant.embedded.git.repository import GitPackageRepository
-from porchvariant.local import serve_porch
+from porchvariant.local_run import serve_porch
 from porchvariant.manager import package_variant_controllers, package_variant_set_controllers
 from porchvariant.manifests import Manifest
 from reconcile import EmbeddedCluster

@@ -3,7 +3,7 @@
 `reconcile_manifests(manifests, ...)` loads the objects into an `EmbeddedCluster` (kept in a state
 directory between runs, if one is given), serves Porch's API from the git repositories its
 Repository objects name (`EmbeddedPorch`), runs the PackageVariant and PackageVariantSet
-controllers until they are idle (`reconcile.local.run_until_idle`), optionally proposes and
+controllers until they are idle (`reconcile.idle.run_until_idle`), optionally proposes and
 approves the drafts that are ready, and reports what changed: one `RevisionChange` per package
 revision created, changed, published or removed (sorted by namespace and name, so that two runs
 print the same), those revisions as they ended up (`revisions`, for `-o yaml`), and one line per
@@ -49,7 +49,7 @@ from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.embedded import EmbeddedCluster
 from reconcile.errors import ApiError, NotFound
 from reconcile.events import EventRecorder
-from reconcile.local import run_until_idle
+from reconcile.idle import run_until_idle
 from reconcile.manager import Manager
 from reconcile.manifests import for_display
 

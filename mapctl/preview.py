@@ -2,7 +2,7 @@
 
 `reconcile_manifests(paths)` loads every object into an `EmbeddedCluster` (the MapController CRD
 installed first, then the manifests, as reconcile.manifests loads them), runs the MapControllers
-on it until they are idle (reconcile.local.run_until_idle), and returns a `Preview`: what each
+on it until they are idle (reconcile.idle.run_until_idle), and returns a `Preview`: what each
 input pass did to outputs, the outputs and parents as they ended up, and one line per
 MapController that could not start or input whose last pass failed. Webhooks are called for real
 (`resolve` points in-cluster service names at local servers); python and pipeline hooks run
@@ -33,7 +33,7 @@ from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
 from reconcile.hooks import HookPolicy
-from reconcile.local import run_until_idle
+from reconcile.idle import run_until_idle
 from reconcile.manager import Manager
 from reconcile.manifests import Loaded, embedded_with, for_display
 

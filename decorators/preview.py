@@ -4,7 +4,7 @@
 DecoratorController CRD installed first, then the manifests' CRDs and Namespaces, then the
 rest; a namespaced object without a namespace goes to `default`, as `kubectl apply -f` puts
 it; kustomization files are skipped), runs the DecoratorControllers on it until they are idle
-(reconcile.local.run_until_idle),
+(reconcile.idle.run_until_idle),
 and returns a `Preview`: what each pass did to targets and attachments, the objects as they
 ended up, and one line per DecoratorController that could not start or target whose last pass
 failed. Webhooks are called for real (`resolve` points in-cluster service names at local
@@ -32,7 +32,7 @@ from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
 from reconcile.hooks import HookPolicy
-from reconcile.local import run_until_idle
+from reconcile.idle import run_until_idle
 from reconcile.manager import Manager
 from reconcile.manifests import Loaded, embedded_with, for_display
 
