@@ -5,18 +5,22 @@
 `read_documents(paths, stdin)` reads them: every object with its `where` (`path`, or
 `path (document N)` in a stream of several), `kind: List` documents expanded into their items.
 
+Stdin is read as a file is: all its bytes at once, decoded in one piece, and parsed by the same
+loader with the same limits; messages name it `<stdin>`.
+
 Nothing is skipped silently. Each of these is one YamlError naming the path: a path that does not
 exist, a file or directory that cannot be read, a dangling symbolic link or a loop of them inside
-a directory, text that is not UTF-8 (stdin included), invalid YAML (schema.py: with its line), and
-a document that is not an object (a mapping with a `kind` string, an `apiVersion` string if any,
-and `metadata`, if any, a mapping whose name, namespace and generateName are strings).
+a directory, a closed stdin, text that is not UTF-8 (stdin included), invalid YAML (schema.py:
+with its line), and a document that is not an object (a mapping with a `kind` string, an
+`apiVersion` string if any, and `metadata`, if any, a mapping whose name, namespace and
+generateName are strings).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -25,6 +29,7 @@ from krmyaml.errors import YamlError
 from krmyaml.schema import load_all
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+STDIN = "<stdin>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +62,11 @@ def read_documents(paths: Iterable[str | Path], stdin: IO[str] | None = None, *,
     return found
 
 
-def manifest_texts(paths: Iterable[str | Path], stdin: IO[str]) -> Iterator[tuple[str, str]]:
-    """(source, text) of every manifest (see the module doc)."""
+def manifest_texts(paths: Iterable[str | Path], stdin: IO[str] | None) -> Iterator[tuple[str, str]]:
+    """(source, text) of every manifest (see the module doc); `stdin` is None when it is closed."""
     for raw in paths:
         if str(raw) == "-":
-            yield "<stdin>", _read_stdin(stdin)
+            yield STDIN, _read_stdin(stdin)
             continue
         path = Path(raw)
         if path.is_dir():
@@ -103,22 +108,26 @@ def _directory_files(root: Path) -> list[Path]:
 
 
 def _read_text(file: Path) -> str:
-    try:
-        return file.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise YamlError("not UTF-8 text", where=str(file)) from None
-    except OSError as err:
-        raise YamlError(_reason(err), where=str(file)) from None
+    return _decoded(file.read_bytes, str(file))
 
 
-def _read_stdin(stdin: IO[str]) -> str:
+def _read_stdin(stdin: IO[str] | None) -> str:
+    # Python sets sys.stdin to None when the process starts with descriptor 0 closed.
+    if stdin is None or stdin.closed:
+        raise YamlError("closed, nothing to read", where=STDIN)
     raw = getattr(stdin, "buffer", None)
+    return _decoded(raw.read if raw is not None else stdin.read, STDIN)
+
+
+def _decoded(read: Callable[[], bytes | str], where: str) -> str:
+    """What `read` returns, as text: bytes are decoded as UTF-8 in one piece, never line by line."""
     try:
-        return raw.read().decode("utf-8") if raw is not None else stdin.read()
+        data = read()
+        return data if isinstance(data, str) else data.decode("utf-8")
     except UnicodeDecodeError:
-        raise YamlError("not UTF-8 text", where="<stdin>") from None
+        raise YamlError("not UTF-8 text", where=where) from None
     except OSError as err:
-        raise YamlError(_reason(err), where="<stdin>") from None
+        raise YamlError(_reason(err), where=where) from None
 
 
 def _reason(err: OSError) -> str:

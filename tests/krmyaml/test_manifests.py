@@ -42,6 +42,55 @@ def test_stdin_that_is_not_utf8_is_one_error() -> None:
     assert str(refused.value) == "<stdin>: not UTF-8 text"
 
 
+BOMB = "\n".join(["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]",
+                  *(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10))]) + "\n"
+SAME_BYTES = {  # name -> (bytes read once from a file and once on stdin, what the error says or "")
+    "stream": ((CM % "a" + "---\n" + CM % "b" + "---\nkind: List\nitems: [{kind: A}]\n").encode(), ""),
+    "CRLF, not ASCII": ("kind: ConfigMap\r\nmetadata: {name: café}\r\n".encode(), ""),
+    "not UTF-8": (b"kind: ConfigMap\nmetadata: {name: \xff}\n", "not UTF-8 text"),
+    "invalid YAML": (b"kind: ConfigMap\nmetadata: {name: [a\n", "line 3, column 1: invalid YAML"),
+    "duplicate key": (b"kind: ConfigMap\nmetadata:\n  name: a\n  name: b\n", 'key "name" already defined'),
+    "alias bomb": (BOMB.encode(), "aliases expand to an unreasonably large document"),
+    "too deep": (b"kind: A\nx: " + b"[" * 1200 + b"]" * 1200 + b"\n", "nested too deeply"),
+    "not an object": (b"kind: A\n---\n[1, 2]\n", "(document 2): expected an object"),
+}
+
+
+@pytest.mark.parametrize(("data", "words"), SAME_BYTES.values(), ids=SAME_BYTES.keys())
+def test_stdin_gives_what_the_same_bytes_in_a_file_give(tmp_path: Path, data: bytes, words: str) -> None:
+    file = tmp_path / "m.yaml"
+    file.write_bytes(data)
+
+    def outcome(path: str, stdin: io.TextIOWrapper) -> list[tuple[object, str]] | str:
+        """The objects and where each was read, or the error; the file's path written as `<stdin>`."""
+        try:
+            return [(d.obj, d.where.replace(str(file), "<stdin>")) for d in read_documents([path], stdin)]
+        except YamlError as err:
+            return str(err).replace(str(file), "<stdin>")
+
+    on_stdin = outcome("-", stdin_of(data))
+    assert on_stdin == outcome(str(file), stdin_of(b""))
+    if words:
+        assert isinstance(on_stdin, str) and on_stdin.startswith("<stdin>") and words in on_stdin, on_stdin
+    else:
+        assert isinstance(on_stdin, list) and on_stdin
+
+
+def test_stdin_is_utf8_whatever_encoding_its_text_stream_claims() -> None:
+    stdin = io.TextIOWrapper(io.BytesIO("kind: A\nmetadata: {name: café}\n".encode()), encoding="ascii")
+    assert [d.obj["metadata"]["name"] for d in read_documents(["-"], stdin)] == ["café"]
+
+
+def test_a_closed_stdin_is_one_error() -> None:
+    closed = stdin_of(b"kind: A\n")
+    closed.close()
+    with pytest.raises(YamlError) as refused:
+        list(manifest_texts(["-"], closed))
+    assert str(refused.value) == "<stdin>: closed, nothing to read"
+    with pytest.raises(YamlError, match="^<stdin>: closed, nothing to read$"):
+        list(manifest_texts(["-"], None))
+
+
 def test_a_file_that_is_not_utf8_is_one_error(tmp_path: Path) -> None:
     (tmp_path / "x.yaml").write_bytes(b"a: \xff\n")
     with pytest.raises(YamlError, match=r"x\.yaml: not UTF-8 text"):

@@ -2,11 +2,12 @@
 
 Every command that reads manifests, on a file, in a directory and on stdin, each run under a 1 GB
 address-space cap and a 5 s budget after start-up: alias bombs, duplicate keys, text that is not
-UTF-8. The function (`fn deltapipe`) reads ResourceLists with krmfn's reader, held to the same
-rules, and answers unclosed flow collections and a closed stdin as bad input (exit 2). Flags: a
-state "directory" that is a file, a timeout that is not above 0, a kubeconfig that is not there.
-PackageVariants and sets named as no object may be, or with an upstream revision Porch could not
-have: one line naming the file, the object and the field, before anything is printed or written.
+UTF-8; and `-` with stdin closed. The function (`fn deltapipe`) reads ResourceLists with krmfn's
+reader, held to the same rules, and answers unclosed flow collections and a closed stdin as bad
+input (exit 2). Flags: a state "directory" that is a file, a timeout that is not above 0, a
+kubeconfig that is not there. PackageVariants and sets named as no object may be, or with an
+upstream revision Porch could not have: one line naming the file, the object and the field,
+before anything is printed or written.
 """
 
 from __future__ import annotations
@@ -105,6 +106,13 @@ def test_a_closed_stdin_is_bad_input_not_a_crash() -> None:
     done = subprocess.run([sys.executable, "-m", "porchkit", "fn", "deltapipe"], capture_output=True,
                           preexec_fn=lambda: os.close(0), timeout=60)
     assert done.returncode == 2 and done.stderr == b"deltapipe: stdin is closed: expected a ResourceList"
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_closed_stdin_named_with_dash_is_one_line_for_every_command(command: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "porchkit", *COMMANDS[command], "-"], capture_output=True,
+                          preexec_fn=lambda: os.close(0), timeout=60)
+    assert (done.returncode, done.stderr, done.stdout) == (1, b"porchkit: <stdin>: closed, nothing to read\n", b"")
 
 
 @pytest.mark.parametrize(("args", "words"), [
