@@ -17,7 +17,7 @@ from reconcile import Kind, ObjectKey
 from reconcile.cluster import Obj
 from reconcile.finalizers import RELEASE_ANNOTATION
 from tests.decorators.hooks_support import Stage, decorator_controller, stage
-from tests.reconcile.support import eventually
+from tests.waiting import eventually
 
 __all__ = ["stage"]  # a fixture, imported to be found here
 

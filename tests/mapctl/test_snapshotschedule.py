@@ -12,8 +12,8 @@ VolumeSnapshots exist, when they come and go, the schedule's status, and its Eve
 from __future__ import annotations
 
 import builtins
+import functools
 import re
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from reconcile.manager import Manager
 from reconcile.manifests import load_manifests, read_manifests
 from reconcile.objects import controller_of
 from tests.reconcile.support import Running
+from tests.waiting import step_until
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "testdata" / "mapctl" / "snapshotschedule"
@@ -88,13 +89,14 @@ class Stage:
         """`check()` once it holds (returned), stepping the clock meanwhile: the controllers wait
         a fraction of a clock-second before some passes. Fails past `limit` clock-seconds, with
         what `show()` says then."""
-        deadline = self.clock.time() + limit
-        while not (found := check()):
-            if self.clock.time() > deadline:
-                seen = f": {show()}" if show is not None else ""
-                raise AssertionError(f"condition not reached within {limit} clock-seconds{seen}")
-            self.clock.advance(STEP)
-            time.sleep(REAL_STEP)
+        found = None
+
+        @functools.wraps(check)  # a failure names `check`
+        def holds() -> Any:
+            nonlocal found
+            found = check()
+            return found
+        step_until(self.clock, holds, limit=limit, step=STEP, pause=REAL_STEP, show=show)
         return found
 
     def advance_to(self, when: float) -> None:
@@ -131,12 +133,14 @@ class Stage:
 
     def status_until(self, kind: Kind, name: str, check: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         """The status of `name` once `check` accepts it; fails past LIMIT clock-seconds."""
-        deadline = self.clock.time() + LIMIT
-        while not check(status := self.status(kind, name)):
-            if self.clock.time() > deadline:
-                raise AssertionError(f"the status of {kind.kind} {name} is still {status}")
-            self.clock.advance(STEP)
-            time.sleep(REAL_STEP)
+        status: dict[str, Any] = {}
+
+        def accepted() -> bool:
+            nonlocal status
+            status = self.status(kind, name)
+            return check(status)
+        step_until(self.clock, accepted, limit=LIMIT, step=STEP, pause=REAL_STEP,
+                   what=f"an accepted status of {kind.kind} {name}", show=lambda: status)
         return status
 
     def events(self, name: str, reason: str) -> builtins.list[Obj]:

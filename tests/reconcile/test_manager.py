@@ -25,10 +25,9 @@ from tests.reconcile.support import (
     Partitioned,
     Running,
     configmap,
-    eventually,
     manager_process,
-    step_until,
 )
+from tests.waiting import eventually, step_until
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 SECRET = Kind("v1", "Secret")
@@ -220,6 +219,7 @@ def test_a_reconcile_still_running_after_the_grace_period_makes_the_status_1(
         assert running.wait() == 1
     finally:
         release.set()
+
 
 
 # --- leader election ------------------------------------------------------------------------------
