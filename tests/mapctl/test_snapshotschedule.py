@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import functools
 import re
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from mapctl.examples import snapshots
 from mapctl.examples.snapshots import TAKEN_AT_ANNOTATION, parse_time
 from mapctl.instance import Options
 from mapctl.keys import CONTROLLER_LABEL, INPUT_ANNOTATION, MAP_KEY_LABEL
+from mapctl.manager import map_controllers
 from mapctl.parents import MAPPED_SUFFIX
 from mapctl.supervisor import MapControllers
 from reconcile import Conflict, Kind, ObjectKey
@@ -37,7 +39,7 @@ from reconcile.manager import Manager
 from reconcile.manifests import load_manifests, read_manifests
 from reconcile.objects import controller_of
 from tests.reconcile.support import Running
-from tests.waiting import step_until
+from tests.waiting import eventually, step_until
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "testdata" / "mapctl" / "snapshotschedule"
@@ -350,3 +352,23 @@ def test_an_invalid_schedule_is_a_map_error_naming_the_field_and_spares_the_othe
     snapshots_until(stage, {"data-my-app-0": 2, "data-my-app-1": 2})
     counted_until(stage, 2, 4)
     assert by_pvc(stage, "broken-snapshots") == {}
+
+
+# --- the manager -----------------------------------------------------------------------------------
+
+
+def test_stopping_a_manager_built_as_porchkit_manager_builds_it_stops_its_map_controllers(clock: FakeClock) -> None:
+    """The face's factory, as `porchkit manager --controllers map` calls it: the manager's stop alone
+    stops every MapController it runs, and their hooks' threads end."""
+    with EmbeddedCluster(clock=clock) as cluster:
+        manager = Manager(cluster, clock=clock, grace_period=5.0)
+        manager.add(map_controllers(manager, hook_policy=HookPolicy.for_manager(["mapctl.examples"], [])))
+        load_manifests(cluster, read_manifests([EXAMPLE]))
+        running = Running(manager)
+        step_until(clock, lambda: cluster.list(SNAPSHOT, namespace="default").items, limit=LIMIT, step=STEP,
+                   pause=REAL_STEP)
+        hook_threads = [t for t in threading.enumerate() if t.name.startswith("hook mapctl.examples.")]
+        assert hook_threads
+        assert running.stop() == 0
+    assert [controller.name for controller in manager.controllers] == ["mapcontroller"]
+    eventually(lambda: not any(thread.is_alive() for thread in hook_threads))
