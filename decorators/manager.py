@@ -3,7 +3,8 @@
 One controller watches DecoratorController objects and runs each (decorators.supervisor), their
 hooks within the manager's HookPolicy (built from --python-hooks and --secret-namespaces). On
 the embedded API server (`porchkit manager --embedded`) the DecoratorController CRD is
-installed first if it is missing; in a cluster it comes from deploy/crds.
+installed first if it is missing; in a cluster it comes from deploy/crds. When the manager
+stops, so does every DecoratorController it runs (`Manager.on_stop`), hook threads included.
 """
 
 from __future__ import annotations
@@ -30,4 +31,6 @@ def decorator_controllers(manager: Manager, *, hook_policy: HookPolicy) -> Contr
         except NotFound:
             with contextlib.suppress(AlreadyExists):
                 manager.cluster.create(decorator_controller_crd())
-    return Decorators(manager, Options(hook_policy=hook_policy)).controller()
+    decorators = Decorators(manager, Options(hook_policy=hook_policy))
+    manager.on_stop(decorators.stop_all)
+    return decorators.controller()

@@ -3,7 +3,8 @@
 One controller watches MapController objects and runs each (mapctl.supervisor), their hooks
 within the manager's HookPolicy (built from --python-hooks and --secret-namespaces). On the
 embedded API server (`porchkit manager --embedded`) the MapController CRD is installed first if
-it is missing; in a cluster it comes from deploy/crds.
+it is missing; in a cluster it comes from deploy/crds. When the manager stops, so does every
+MapController it runs (`Manager.on_stop`), hook threads included.
 """
 
 from __future__ import annotations
@@ -31,4 +32,6 @@ def map_controllers(manager: Manager, *, hook_policy: HookPolicy) -> Controller[
         except NotFound:
             with contextlib.suppress(AlreadyExists):
                 manager.cluster.create(map_controller_crd())
-    return MapControllers(manager, Options(hook_policy=hook_policy)).controller()
+    maps = MapControllers(manager, Options(hook_policy=hook_policy))
+    manager.on_stop(maps.stop_all)
+    return maps.controller()

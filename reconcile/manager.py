@@ -16,7 +16,10 @@
   main thread; a second signal ends the process at once, with status 1): the queues stop handing
   out keys, the reconciles in flight finish (waiting up to `grace_period`), the Lease is
   released so a standby takes over at once (unless a reconcile is still running: then it is
-  left to expire, lest the standby start on the same keys), and the informers stop.
+  left to expire, lest the standby start on the same keys), and the informers stop. Last, the
+  callbacks given to `on_stop()` run: an owner of controllers added while running (the
+  supervisor of DecoratorControllers) releases what they hold beyond the manager's reach (hook
+  threads, connections), so that nothing of the run outlives it.
 * Leadership lost (the Lease could not be renewed for `renew_deadline`, or another holder shows up):
   workers stop the same way, the Lease is not released, and `run()` returns 1. The process must
   then exit, as controller-runtime's does: another replica leads now, and a fresh process can
@@ -126,6 +129,7 @@ class Manager:
         self._elector_stop = threading.Event()
         self._drain_lock = threading.Lock()
         self._drained: bool | None = None
+        self._on_stop: list[Callable[[], None]] = []
 
     # --- wiring -------------------------------------------------------------------------------
 
@@ -176,6 +180,12 @@ class Manager:
             with self._cond:
                 self._workers = [worker for worker in self._workers if worker not in threads]
         return drained
+
+    def on_stop(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once, when a run stops: after the workers and informers have, before
+        `run()` returns. An exception it raises is logged; the other callbacks run all the same."""
+        with self._cond:
+            self._on_stop.append(callback)
 
     # --- state, for health checks ---------------------------------------------------------------
 
@@ -328,6 +338,13 @@ class Manager:
         drained = self._stop_workers()
         self._cache_stop.set()
         self.cache.stop()
+        with self._cond:
+            callbacks = list(self._on_stop)
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # one owner's failure to clean up must not keep the others from theirs
+                log.exception("an on_stop callback failed")
         with self._cond:
             self._state = "stopped"
         log.info("stopped")

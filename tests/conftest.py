@@ -1,13 +1,29 @@
-"""Shared test configuration: paths to the repository's fixtures, and porchkit's start-up time."""
+"""Shared test configuration: a leak check on every test, paths to the repository's fixtures, and
+porchkit's start-up time."""
 
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.waiting import eventually
+
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(name="no_leaked_threads", autouse=True)
+def no_leaked_threads_fixture() -> Iterator[None]:
+    """Fails a test that leaves a thread running (after giving stopping threads 5 s to end)."""
+    before = set(threading.enumerate())
+    yield
+
+    def left() -> list[str]:
+        return [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
+    eventually(lambda: not left(), 5.0, interval=0.01, what="the threads the test started to end", show=left)
 
 
 @pytest.fixture

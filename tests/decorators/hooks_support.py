@@ -8,7 +8,7 @@
   as `porchkit manager --controllers decorator` does (with MANAGER_POLICY); it is stopped after
   the test.
 * helpers to read what the controllers left on the cluster (Events, metrics), to wait until a
-  decorator is idle or a value stops changing, and to edit an object despite conflicts.
+  decorator is idle, and to edit an object despite conflicts.
 
 Import the fixtures into a test module (`from tests.decorators.hooks_support import hook_server`)
 to use them there.
@@ -20,7 +20,6 @@ import json
 import re
 import socket
 import subprocess
-import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -38,7 +37,8 @@ from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
 from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
-from tests.reconcile.support import Running, ScriptProcesses, eventually
+from tests.reconcile.support import Running, ScriptProcesses
+from tests.waiting import eventually, settled
 
 HOOKSERVERS = Path(__file__).resolve().parent / "hookservers"
 DECORATOR_CONTROLLER = Kind("metacontroller.k8s.io/v1alpha1", "DecoratorController")
@@ -137,14 +137,10 @@ class Stage:
 
     def wait_idle(self, decorator: str, quiet: float = 0.2) -> None:
         """Wait until `decorator` is idle and no reconcile or hook call has happened for `quiet` s."""
-        deadline = time.monotonic() + WAIT
-
         def state() -> tuple[bool, float, float]:
             return (self.idle(decorator), self.metric("porchkit_hook_requests_total", controller=decorator),
                     self.metric("controller_runtime_reconcile_total"))
-        while not settled(state, quiet)[0]:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{decorator} still busy after {WAIT}s")
+        eventually(lambda: settled(state, quiet, WAIT)[0], WAIT, interval=0, what=f"{decorator} to be idle")
 
     # --- writing ---------------------------------------------------------------------------------
 
@@ -181,19 +177,6 @@ def decorator_controller(name: str, *, resources: list[dict[str, Any]], hooks: d
     return {"apiVersion": DECORATOR_CONTROLLER.api_version, "kind": DECORATOR_CONTROLLER.kind,
             "metadata": {"name": name},
             "spec": {"resources": resources, "attachments": attachments or [], "hooks": hooks, **spec}}
-
-
-def settled(read: Callable[[], Any], quiet: float = 0.3, timeout: float = WAIT) -> Any:
-    """`read()` once it has returned the same value for `quiet` seconds."""
-    deadline = time.monotonic() + timeout
-    value, since = read(), time.monotonic()
-    while time.monotonic() - since < quiet:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still changing after {timeout}s: {value!r}")
-        time.sleep(0.02)
-        if (now := read()) != value:
-            value, since = now, time.monotonic()
-    return value
 
 
 def closed_port() -> int:

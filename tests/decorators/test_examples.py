@@ -26,7 +26,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,8 @@ import yaml
 from decorators.examples import service_per_pod
 from reconcile import Kind
 from reconcile.manifests import load_manifests, read_manifests
-from tests.decorators.hooks_support import WAIT, Stage, closed_port, eventually, stage
+from tests.decorators.hooks_support import WAIT, Stage, closed_port, stage
+from tests.waiting import eventually
 
 __all__ = ["stage"]  # a fixture, imported to be found here
 
@@ -116,13 +116,12 @@ def free_port() -> int:
 
 def wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
     """Return once 127.0.0.1:`port` accepts a connection; fail if the process exits first."""
-    deadline = time.monotonic() + WAIT
-    while True:
+    def listening() -> bool:
         assert process.poll() is None, f"the hook exited with {process.returncode} before listening"
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return
-        assert time.monotonic() < deadline, f"nothing listens on 127.0.0.1:{port} after {WAIT}s"
-        time.sleep(0.02)
+            return True
+        return False
+    eventually(listening, WAIT, interval=0.02, what=f"a listener on 127.0.0.1:{port}")
 
 
 @pytest.fixture

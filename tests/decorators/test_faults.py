@@ -23,10 +23,10 @@ from tests.decorators.hooks_support import (
     Stage,
     closed_port,
     decorator_controller,
-    eventually,
     hook_server,
     stage,
 )
+from tests.waiting import eventually
 
 __all__ = ["hook_server", "stage"]  # fixtures, imported to be found here
 

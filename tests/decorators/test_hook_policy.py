@@ -42,7 +42,8 @@ from tests.decorators.attacks import (
     target,
 )
 from tests.decorators.hooks_support import WAIT
-from tests.reconcile.support import RecordingServer, Running, eventually
+from tests.reconcile.support import RecordingServer, Running
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 

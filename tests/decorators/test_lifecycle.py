@@ -8,16 +8,21 @@ cut short by a restart, a queue the metrics still hold.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from decorators.manager import decorator_controllers
 from decorators.spec import DECORATOR_CONTROLLER
-from reconcile import Kind, ObjectKey
+from reconcile import EmbeddedCluster, Kind, ObjectKey
 from reconcile.cluster import Obj
 from reconcile.finalizers import RELEASE_ANNOTATION
+from reconcile.hooks import HookPolicy
+from reconcile.manager import Manager
 from tests.decorators.hooks_support import Stage, decorator_controller, stage
-from tests.reconcile.support import eventually
+from tests.reconcile.support import Running
+from tests.waiting import eventually
 
 __all__ = ["stage"]  # a fixture, imported to be found here
 
@@ -157,3 +162,21 @@ def test_an_edit_under_running_passes_records_no_sync_error_and_leaves_no_queue_
     series = [line for line in running.manager.metrics.render().splitlines()
               if line.startswith("workqueue_unfinished_work_seconds{") and 'name="decorator/d/configmaps"' in line]
     assert len(series) == 1, series  # the queues of the instances the edits replaced are gone
+
+
+def test_stopping_the_manager_stops_the_decorators_it_runs_and_ends_their_hook_threads() -> None:
+    """As `porchkit manager --controllers decorator` builds it: the face's factory, nothing else
+    told to stop."""
+    with EmbeddedCluster() as cluster:
+        manager = Manager(cluster, grace_period=5)
+        policy = HookPolicy.for_manager(["tests.decorators.pyhooks"], [])
+        manager.add(decorator_controllers(manager, hook_policy=policy))
+        running = Running(manager)
+        cluster.create(decorator(sync="attach_first"))
+        cluster.create(target())
+        eventually(lambda: cluster.get(CONFIGMAP, ObjectKey("default", "t-first")), WAIT)
+        hook_threads = [t for t in threading.enumerate() if t.name == "hook tests.decorators.pyhooks:attach_first"]
+        assert hook_threads
+        assert running.stop() == 0
+    assert [controller.name for controller in manager.controllers] == ["decoratorcontroller"]
+    eventually(lambda: not any(thread.is_alive() for thread in hook_threads), WAIT)

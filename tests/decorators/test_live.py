@@ -24,10 +24,10 @@ from tests.decorators.hooks_support import (
     HookServer,
     Stage,
     decorator_controller,
-    eventually,
     hook_server,
     stage,
 )
+from tests.waiting import eventually
 
 __all__ = ["hook_server", "stage"]  # fixtures, imported to be found here
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -25,15 +24,6 @@ from tests.deploy.rbac_model import NAMESPACE, Access, Doc, user_of
 SUBJECT_ACCESS_REVIEW = Kind("authorization.k8s.io/v1", "SubjectAccessReview")
 CLUSTER_ROLE = Kind("rbac.authorization.k8s.io/v1", "ClusterRole")
 NAMESPACE_KIND = Kind("v1", "Namespace")
-TIMEOUT = 60.0  # seconds: kube-controller-manager aggregates a new ClusterRole within a second or two
-
-
-def eventually(check: Callable[[], Any], timeout: float = TIMEOUT, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"{what} not reached in {timeout:g}s"
-        time.sleep(0.1)
-    return found
 
 
 def can_i(cluster: Cluster, account: str, access: Access, namespace: str = NAMESPACE) -> bool:

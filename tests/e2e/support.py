@@ -8,17 +8,19 @@ server and the controllers running in the test's own process can bear.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from reconcile import Cluster, Kind, NotFound
-from tests.reconcile import support
+from tests import waiting
+
+T = TypeVar("T")
 
 TIMEOUT = 60.0  # real seconds: a garbage collection or a PVC's finalizer can take most of a minute
 
 
-def eventually(check: Callable[[], Any], timeout: float = TIMEOUT) -> Any:
-    """tests.reconcile.support.eventually, polling every 50 ms."""
-    return support.eventually(check, timeout, interval=0.05)
+def eventually(check: Callable[[], T], timeout: float = TIMEOUT, *, what: str = "") -> T:
+    """tests.waiting.eventually at a real server's pace: a minute by default, polling every 50 ms."""
+    return waiting.eventually(check, timeout, interval=0.05, what=what)
 
 
 def served(cluster: Cluster, kind: Kind) -> bool:

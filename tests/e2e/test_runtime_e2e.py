@@ -20,7 +20,7 @@ import yaml
 from reconcile import Cluster, Kind, NotFound, ObjectKey, conditions
 from reconcile.controller import Controller
 from reconcile.manager import LeaderElection, Manager
-from tests.reconcile import support
+from tests.e2e.support import eventually
 from tests.reconcile.support import Running
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "runtime.md").read_text(encoding="utf-8")
@@ -28,17 +28,12 @@ CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
 GREETING = Kind("example.com/v1", "Greeting")
 CONFIGMAP = Kind("v1", "ConfigMap")
 LEASE = Kind("coordination.k8s.io/v1", "Lease")
-TIMEOUT = 60.0  # real seconds: a real controller manager collects garbage when it gets to it
 
 
 def example(name: str) -> str:
     match = re.search(rf"<!-- example: {name} -->\n```\w+\n(.*?)```", DOC, re.S)
     assert match, f"no `{name}` example in docs/runtime.md"
     return match.group(1)
-
-
-def eventually(check: Callable[[], Any], timeout: float = TIMEOUT) -> Any:
-    return support.eventually(check, timeout)
 
 
 @pytest.fixture(scope="module")

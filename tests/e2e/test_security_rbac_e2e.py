@@ -39,7 +39,8 @@ from tests.deploy.rbac_model import (
     shipped,
     user_of,
 )
-from tests.e2e.rbac_support import ShippedRbac, can_i, eventually
+from tests.e2e.rbac_support import ShippedRbac, can_i
+from tests.e2e.support import eventually
 
 
 @pytest.fixture(scope="module")

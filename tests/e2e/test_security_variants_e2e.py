@@ -32,7 +32,8 @@ from porchvariant.packagevariantset_controller import PACKAGE_VARIANT_SET
 from reconcile import Cluster, Kind, ObjectKey, conditions
 from reconcile.manager import LeaderElection
 from tests.deploy.rbac_model import NAMESPACE, cluster_role_rules, load, shipped
-from tests.e2e.rbac_support import ShippedRbac, cluster_as, eventually
+from tests.e2e.rbac_support import ShippedRbac, cluster_as
+from tests.e2e.support import eventually
 from tests.e2e.variants_support import Controllers
 from tests.porchvariant.variants_support import Repos
 

@@ -15,9 +15,10 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from contextlib import suppress
 from pathlib import Path
+
+from tests.waiting import eventually
 
 START_TIMEOUT = 10.0  # seconds for a server to listen
 
@@ -51,19 +52,17 @@ class ServedRepositories:
         return ""
 
     def _launch(self) -> None:
-        self._proc = subprocess.Popen(self._command(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                      start_new_session=True)
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                stderr = self._proc.stderr.read().decode() if self._proc.stderr else ""
+        proc = self._proc = subprocess.Popen(self._command(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                             start_new_session=True)
+
+        def listening() -> bool:
+            if proc.poll() is not None:
+                stderr = proc.stderr.read().decode() if proc.stderr else ""
                 raise RuntimeError(f"{self._name} exited: {stderr}{self._diagnostics()}")
             with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            time.sleep(0.02)
-        raise RuntimeError(f"{self._name} did not listen on {self.port} within {START_TIMEOUT:g}s: "
-                           f"{self._diagnostics()}")
+                return probe.connect_ex(("127.0.0.1", self.port)) == 0
+        eventually(listening, START_TIMEOUT, interval=0.02, what=f"{self._name} listening on {self.port}",
+                   show=self._diagnostics)
 
     def stop(self) -> None:
         """Kill the server and every process it forked (its process group) at once, as a crash would."""

@@ -44,9 +44,9 @@ from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
 from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
-from tests.decorators.hooks_support import settled
 from tests.mapctl import pyhooks
-from tests.reconcile.support import Running, ScriptProcesses, eventually, step_until
+from tests.reconcile.support import Running, ScriptProcesses
+from tests.waiting import eventually, settled, step_until
 
 HOOKSERVERS = Path(__file__).resolve().parent / "hookservers"
 WAIT = 10.0  # seconds: the longest any test waits for a condition
@@ -65,8 +65,8 @@ SECRET = Kind("v1", "Secret")
 CONFIGMAP = Kind("v1", "ConfigMap")
 
 __all__ = ["BUCKET", "CONFIGMAP", "GADGET", "MAP_CONTROLLER", "SECRET", "SERVICE", "WAIT", "HookServer", "Stage",
-           "bucket", "configmap", "eventually", "hook_server", "map_controller", "python", "rule",
-           "secret", "service", "settled", "stage", "webhook"]
+           "bucket", "configmap", "hook_server", "map_controller", "python", "rule", "secret", "service", "stage",
+           "webhook"]
 
 
 # --- objects -------------------------------------------------------------------------------------
@@ -323,14 +323,11 @@ class Stage:
         (by default 0.1 s more than the watch lag; real time: with a FakeClock, step it instead)."""
         quiet = self.lag + 0.1 if quiet is None else quiet
         assert not isinstance(self.clock, FakeClock), "a fake clock does not move by itself: use step_until"
-        deadline = time.monotonic() + WAIT
-
         def state() -> tuple[bool, int, int, float]:
             return (self.idle(controller), len(self.reports), pyhooks.CALLS.total(),
                     self.metric("controller_runtime_reconcile_total"))
-        while not settled(state, quiet)[0]:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"MapController {controller} still busy after {WAIT}s")
+        eventually(lambda: settled(state, quiet, WAIT)[0], WAIT, interval=0,
+                   what=f"MapController {controller} to be idle")
 
     def step_until(self, check: Callable[[], Any], *, limit: float, step: float = 0.25) -> float:
         """Advance the fake clock in steps until `check()` holds; the clock-seconds it took."""

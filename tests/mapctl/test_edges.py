@@ -17,13 +17,13 @@ from tests.mapctl.support import (
     Stage,
     bucket,
     configmap,
-    eventually,
     map_controller,
     python,
     rule,
     service,
     stage,
 )
+from tests.waiting import eventually
 
 __all__ = ["stage"]  # a fixture, imported to be found here
 

@@ -25,7 +25,6 @@ from tests.mapctl.support import (
     HookServer,
     Stage,
     bucket,
-    eventually,
     hook_server,
     map_controller,
     python,
@@ -34,6 +33,7 @@ from tests.mapctl.support import (
     stage,
     webhook,
 )
+from tests.waiting import eventually
 
 __all__ = ["hook_server", "stage"]  # fixtures, imported to be found here
 

@@ -27,13 +27,13 @@ from tests.mapctl.support import (
     WAIT,
     Stage,
     bucket,
-    eventually,
     map_controller,
     python,
     service,
     stage,
 )
 from tests.reconcile.support import RecordingServer
+from tests.waiting import eventually
 
 __all__ = ["stage"]  # a fixture, imported to be found here
 

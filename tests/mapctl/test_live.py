@@ -30,15 +30,14 @@ from tests.mapctl.support import (
     Stage,
     bucket,
     configmap,
-    eventually,
     map_controller,
     python,
     rule,
     secret,
     service,
-    settled,
     stage,
 )
+from tests.waiting import eventually, settled
 
 __all__ = ["stage"]  # a fixture, imported to be found here
 

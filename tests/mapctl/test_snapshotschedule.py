@@ -12,8 +12,9 @@ VolumeSnapshots exist, when they come and go, the schedule's status, and its Eve
 from __future__ import annotations
 
 import builtins
+import functools
 import re
-import time
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from mapctl.examples import snapshots
 from mapctl.examples.snapshots import TAKEN_AT_ANNOTATION, parse_time
 from mapctl.instance import Options
 from mapctl.keys import CONTROLLER_LABEL, INPUT_ANNOTATION, MAP_KEY_LABEL
+from mapctl.manager import map_controllers
 from mapctl.parents import MAPPED_SUFFIX
 from mapctl.supervisor import MapControllers
 from reconcile import Conflict, Kind, ObjectKey
@@ -37,6 +39,7 @@ from reconcile.manager import Manager
 from reconcile.manifests import load_manifests, read_manifests
 from reconcile.objects import controller_of
 from tests.reconcile.support import Running
+from tests.waiting import eventually, step_until
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "testdata" / "mapctl" / "snapshotschedule"
@@ -88,13 +91,14 @@ class Stage:
         """`check()` once it holds (returned), stepping the clock meanwhile: the controllers wait
         a fraction of a clock-second before some passes. Fails past `limit` clock-seconds, with
         what `show()` says then."""
-        deadline = self.clock.time() + limit
-        while not (found := check()):
-            if self.clock.time() > deadline:
-                seen = f": {show()}" if show is not None else ""
-                raise AssertionError(f"condition not reached within {limit} clock-seconds{seen}")
-            self.clock.advance(STEP)
-            time.sleep(REAL_STEP)
+        found = None
+
+        @functools.wraps(check)  # a failure names `check`
+        def holds() -> Any:
+            nonlocal found
+            found = check()
+            return found
+        step_until(self.clock, holds, limit=limit, step=STEP, pause=REAL_STEP, show=show)
         return found
 
     def advance_to(self, when: float) -> None:
@@ -131,12 +135,14 @@ class Stage:
 
     def status_until(self, kind: Kind, name: str, check: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         """The status of `name` once `check` accepts it; fails past LIMIT clock-seconds."""
-        deadline = self.clock.time() + LIMIT
-        while not check(status := self.status(kind, name)):
-            if self.clock.time() > deadline:
-                raise AssertionError(f"the status of {kind.kind} {name} is still {status}")
-            self.clock.advance(STEP)
-            time.sleep(REAL_STEP)
+        status: dict[str, Any] = {}
+
+        def accepted() -> bool:
+            nonlocal status
+            status = self.status(kind, name)
+            return check(status)
+        step_until(self.clock, accepted, limit=LIMIT, step=STEP, pause=REAL_STEP,
+                   what=f"an accepted status of {kind.kind} {name}", show=lambda: status)
         return status
 
     def events(self, name: str, reason: str) -> builtins.list[Obj]:
@@ -346,3 +352,23 @@ def test_an_invalid_schedule_is_a_map_error_naming_the_field_and_spares_the_othe
     snapshots_until(stage, {"data-my-app-0": 2, "data-my-app-1": 2})
     counted_until(stage, 2, 4)
     assert by_pvc(stage, "broken-snapshots") == {}
+
+
+# --- the manager -----------------------------------------------------------------------------------
+
+
+def test_stopping_a_manager_built_as_porchkit_manager_builds_it_stops_its_map_controllers(clock: FakeClock) -> None:
+    """The face's factory, as `porchkit manager --controllers map` calls it: the manager's stop alone
+    stops every MapController it runs, and their hooks' threads end."""
+    with EmbeddedCluster(clock=clock) as cluster:
+        manager = Manager(cluster, clock=clock, grace_period=5.0)
+        manager.add(map_controllers(manager, hook_policy=HookPolicy.for_manager(["mapctl.examples"], [])))
+        load_manifests(cluster, read_manifests([EXAMPLE]))
+        running = Running(manager)
+        step_until(clock, lambda: cluster.list(SNAPSHOT, namespace="default").items, limit=LIMIT, step=STEP,
+                   pause=REAL_STEP)
+        hook_threads = [t for t in threading.enumerate() if t.name.startswith("hook mapctl.examples.")]
+        assert hook_threads
+        assert running.stop() == 0
+    assert [controller.name for controller in manager.controllers] == ["mapcontroller"]
+    eventually(lambda: not any(thread.is_alive() for thread in hook_threads))

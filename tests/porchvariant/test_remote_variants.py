@@ -13,7 +13,6 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from reconcile.manager import Manager
 from tests.gitservers.https import HttpsGitServer
 from tests.porchvariant.embedded.remote_support import SECRET, Served
 from tests.porchvariant.embedded.ssh_support import files_holding
-from tests.porchvariant.variants_support import NS, package_variant
+from tests.porchvariant.variants_support import NS, eventually, package_variant
 from tests.reconcile import support
 
 pytestmark = pytest.mark.gitserver
@@ -184,15 +183,6 @@ def test_a_standby_writes_no_ready_condition_and_a_new_leader_writes_it_at_once(
         live.porch.announce_repositories()  # still within the back-off: written without going to the server
         ready = live.ready_condition("prod", "False")
         assert ready is not None and "Authentication failed" in ready["message"]
-
-
-def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    """What `check` returns once it is true, polled every 20 ms (it may ask the git server)."""
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
-    return found
 
 
 class _Live:

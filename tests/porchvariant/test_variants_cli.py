@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from krmfn.testing import kpt_binary
 from porchkit.cli import main
 from porchvariant.embedded.git.repository import GitPackageRepository, Lifecycle
 from tests.porchvariant.variants_support import KPTFILE, V1, Repos, package_variant, refs
+from tests.waiting import eventually
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "testdata" / "quickstart"
 
@@ -112,11 +112,12 @@ def test_a_run_killed_midway_and_restarted_leaves_one_complete_draft_per_variant
     prod = repos.deployments["prod"]
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while refs(prod).count("refs/heads/drafts/") < 3:  # killed once a few drafts exist, with more to come
+        def some_drafts() -> bool:  # killed once a few drafts exist, with more to come
+            if refs(prod).count("refs/heads/drafts/") >= 3:
+                return True
             assert process.poll() is None, "the run ended before it could be killed"
-            assert time.monotonic() < deadline, "no drafts appeared"
-            time.sleep(0.01)
+            return False
+        eventually(some_drafts, 60.0, interval=0.01)
         process.send_signal(signal.SIGKILL)
     finally:
         process.wait()

@@ -22,6 +22,7 @@ from porchvariant.manifests import Manifest
 from reconcile import EmbeddedCluster
 from reconcile.events import EventRecorder
 from reconcile.manager import Manager
+from tests import waiting
 from tests.reconcile import support
 
 NS = "team"
@@ -126,5 +127,5 @@ class Live:
 
 
 def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    """tests.reconcile.support.eventually, polling every 20 ms (a check may read git)."""
-    return support.eventually(check, timeout, interval=0.02)
+    """tests.waiting.eventually, polling every 20 ms (a check may read git)."""
+    return waiting.eventually(check, timeout, interval=0.02)

@@ -1,5 +1,5 @@
-"""Helpers shared by the runtime's tests: objects, polling, managers on threads, a fake clock's steps,
-and a webhook on loopback that records what it is sent."""
+"""Helpers shared by the runtime's tests: objects, managers on threads, and a webhook on loopback that
+records what it is sent."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from reconcile import FakeClock, Kind, ListResult, ObjectKey
+from reconcile import Kind, ListResult, ObjectKey
 from reconcile.embedded import EmbeddedCluster
 from reconcile.errors import ServerError
 from reconcile.leaderelection import LEASE
@@ -26,17 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
             "data": data}
-
-
-def eventually(check: Callable[[], Any], timeout: float = 5.0, *, interval: float = 0.005) -> Any:
-    """Poll `check` every `interval` s until it returns something true (which is returned); fail
-    after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(interval)
-    return found
 
 
 class Running:
@@ -58,19 +46,6 @@ class Running:
     def stop(self, timeout: float = 10) -> int | None:
         self.manager.stop()
         return self.wait(timeout)
-
-
-def step_until(clock: FakeClock, check: Callable[[], Any], *, limit: float, step: float = 0.25) -> float:
-    """Advance `clock` in steps, giving threads a moment after each, until `check()` holds; returns
-    the clock-seconds it took. Fails past `limit` clock-seconds."""
-    elapsed = 0.0
-    while not check():
-        if elapsed > limit:
-            raise AssertionError(f"condition not reached within {limit} clock-seconds")
-        clock.advance(step)
-        elapsed += step
-        time.sleep(0.02)
-    return elapsed
 
 
 class GatedLists:

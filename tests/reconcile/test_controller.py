@@ -17,7 +17,8 @@ from reconcile.cache import InformerCache
 from reconcile.controller import Controller, Owns, Watch, Watches
 from reconcile.embedded import EmbeddedCluster
 from reconcile.outcome import Done, RequeueAfter
-from tests.reconcile.support import configmap, eventually
+from tests.reconcile.support import configmap
+from tests.waiting import eventually
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 SECRET = Kind("v1", "Secret")

@@ -12,7 +12,8 @@ from typing import Any
 from reconcile import Conflict, Kind, ObjectKey
 from reconcile.embedded import EmbeddedCluster
 from reconcile.informer import Informer
-from tests.reconcile.support import configmap, eventually
+from tests.reconcile.support import configmap
+from tests.waiting import eventually
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 KEY = ObjectKey("default", "counter")

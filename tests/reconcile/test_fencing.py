@@ -30,7 +30,8 @@ from reconcile.leaderelection import LEASE, LeaderElector
 from reconcile.manager import LeaderElection, Manager
 from reconcile.metrics import Metrics
 from reconcile.outcome import Done
-from tests.reconcile.support import Running, configmap, eventually, step_until
+from tests.reconcile.support import Running, configmap
+from tests.waiting import eventually, step_until
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 NAMESPACE = Kind("v1", "Namespace")

@@ -14,7 +14,8 @@ from reconcile.embedded import EmbeddedCluster
 from reconcile.health import DEFAULT_SILENCE, HealthServer, for_manager, parse_address
 from reconcile.manager import LeaderElection, Manager
 from reconcile.outcome import Done
-from tests.reconcile.support import GatedLists, Partitioned, Running, configmap, eventually, step_until
+from tests.reconcile.support import GatedLists, Partitioned, Running, configmap
+from tests.waiting import eventually, step_until
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 SECRET = Kind("v1", "Secret")

@@ -15,7 +15,8 @@ from reconcile import FakeClock, Gone, Kind, ObjectKey, ReconcileError, WatchEve
 from reconcile.cache import InformerCache
 from reconcile.embedded import EmbeddedCluster
 from reconcile.informer import Informer, by_labels, metadata_only, share_strings
-from tests.reconcile.support import configmap, eventually
+from tests.reconcile.support import configmap
+from tests.waiting import eventually
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 

@@ -37,7 +37,7 @@ from reconcile.errors import (
 )
 from reconcile.kube import KubeCluster, KubeOptions
 from tests.reconcile.apiserver import ApiServer, write_kubeconfig
-from tests.reconcile.support import eventually
+from tests.waiting import eventually
 
 TOKEN = "s3cret-token"
 CONFIGMAP = Kind("v1", "ConfigMap")

@@ -17,7 +17,7 @@ from reconcile.embedded import EmbeddedCluster
 from reconcile.errors import ServerError
 from reconcile.fencing import LeaseFence
 from reconcile.leaderelection import LEASE, LeaderElector, micro_time, parse_time
-from tests.reconcile.support import eventually, step_until
+from tests.waiting import eventually, step_until
 
 KEY = ObjectKey("default", "lock")
 

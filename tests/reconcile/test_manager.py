@@ -25,10 +25,9 @@ from tests.reconcile.support import (
     Partitioned,
     Running,
     configmap,
-    eventually,
     manager_process,
-    step_until,
 )
+from tests.waiting import eventually, step_until
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 SECRET = Kind("v1", "Secret")
@@ -220,6 +219,32 @@ def test_a_reconcile_still_running_after_the_grace_period_makes_the_status_1(
         assert running.wait() == 1
     finally:
         release.set()
+
+
+def test_on_stop_callbacks_run_once_after_the_reconciles_in_flight_even_if_one_fails(
+        cluster: EmbeddedCluster, clock: FakeClock, run: Callable[[Manager], Running],
+        caplog: pytest.LogCaptureFixture) -> None:
+    controller, entered, release, finished = blocking_controller(clock)
+    manager = Manager(cluster, clock=clock)
+    manager.add(controller)
+    called: list[tuple[str, list[str], str]] = []
+
+    def failing() -> None:
+        called.append(("failing", list(finished), manager.state))
+        raise RuntimeError("could not close")
+
+    manager.on_stop(failing)
+    manager.on_stop(lambda: called.append(("second", list(finished), manager.state)))
+    running = run(manager)
+    cluster.create(configmap("a"))
+    assert entered.wait(5)
+    manager.stop()
+    time.sleep(0.2)
+    assert called == []  # not while a reconcile is still in flight
+    release.set()
+    assert running.wait() == 0
+    assert called == [("failing", ["a"], "stopping"), ("second", ["a"], "stopping")]
+    assert "an on_stop callback failed" in caplog.text and manager.state == "stopped"
 
 
 # --- leader election ------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ from reconcile.health import for_manager
 from reconcile.manager import LeaderElection, Manager
 from reconcile.metrics import Metrics
 from reconcile.outcome import Done, Outcome, RequeueAfter
-from tests.reconcile.support import Running, configmap, step_until
+from tests.reconcile.support import Running, configmap
+from tests.waiting import step_until
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

@@ -11,7 +11,8 @@ from reconcile import EmbeddedCluster, Kind, ObjectKey
 from reconcile.errors import NotFound
 from reconcile.informer import Informer
 from reconcile.routing import RoutedCluster
-from tests.reconcile.support import configmap, eventually
+from tests.reconcile.support import configmap
+from tests.waiting import eventually
 
 WIDGET = Kind("example.com/v1", "Widget")
 

@@ -21,6 +21,7 @@ from reconcile.clock import SYSTEM_CLOCK, FakeClock
 from reconcile.cluster import ObjectKey
 from reconcile.ratelimit import Bucket, ItemBackoff
 from reconcile.workqueue import WorkQueue
+from tests.waiting import eventually
 
 SCHEDULE = 0.02  # real seconds for a just-started thread to reach its blocking wait
 JOIN = 5.0  # real seconds after which a thread that should have returned counts as hung
@@ -161,9 +162,7 @@ def test_no_key_is_ever_processed_by_two_workers_at_once_and_no_add_is_lost() ->
     with record:
         producing.clear()  # from here on nothing adds, so the queue can only empty
     time.sleep(0.01)  # every add_after (at most 2 ms) is due
-    deadline = time.monotonic() + JOIN * 6
-    while len(queue) and time.monotonic() < deadline:
-        time.sleep(0.001)
+    eventually(lambda: not len(queue), JOIN * 6, interval=0.001)
     assert queue.shutdown(drain=True, timeout=JOIN)
     for thread in workers:
         thread.join(JOIN)

@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from porchvariant.embedded.git.transport import BasicAuth, Transport
 from tests.gitservers.https import HttpsGitServer
 from tests.porchvariant.embedded.remote_support import Served
 from tests.porchvariant.variants_support import V1
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.gitserver
 
@@ -121,7 +121,7 @@ def test_a_server_that_dies_mid_push_leaves_nothing_half_written(served: Served,
         failure: list[BaseException] = []
         approving = threading.Thread(target=lambda: _capture(failure, repo.approve, draft))
         approving.start()
-        _wait_for(marker.exists)
+        eventually(marker.exists, 30.0, interval=0.01)
         server.stop()
         approving.join(60)
         assert not approving.is_alive()
@@ -185,10 +185,3 @@ def _capture(into: list[BaseException], call: object, *args: object) -> None:
         call(*args)  # type: ignore[operator]
     except BaseException as err:  # noqa: BLE001 (handed to the test thread)
         into.append(err)
-
-
-def _wait_for(check: object, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)

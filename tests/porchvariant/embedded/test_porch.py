@@ -7,8 +7,7 @@ empty downstream repository `deploy` (the `env` fixture, porch_env.py).
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -36,6 +35,7 @@ from tests.porchvariant.embedded.porch_env import (
     kptfile_of,
     repository,
 )
+from tests.waiting import eventually
 
 
 def test_lists_the_placeholder_and_published_revisions_of_local_repositories(env: Env) -> None:
@@ -248,19 +248,13 @@ def test_an_informer_sees_creates_updates_and_deletes(env: Env) -> None:
         assert informer.synced.wait(10)
         assert informer.get(ObjectKey(NS, "catalog.web.v1")) is not None
 
-        def eventually(check: Callable[[], bool]) -> None:
-            deadline = time.monotonic() + 10
-            while not check():
-                assert time.monotonic() < deadline, "the informer did not catch up"
-                time.sleep(0.01)
-
         draft = env.clone()
-        eventually(lambda: informer.get(ObjectKey(NS, "deploy.web.prod")) is not None)
+        eventually(lambda: informer.get(ObjectKey(NS, "deploy.web.prod")) is not None, 10.0, interval=0.01)
         env.client.propose(draft)
         eventually(lambda: (informer.get(ObjectKey(NS, "deploy.web.prod")) or {})
-                   .get("spec", {}).get("lifecycle") == "Proposed")
+                   .get("spec", {}).get("lifecycle") == "Proposed", 10.0, interval=0.01)
         env.client.delete(env.client.revision(NS, "deploy.web.prod"))  # type: ignore[arg-type]
-        eventually(lambda: informer.get(ObjectKey(NS, "deploy.web.prod")) is None)
+        eventually(lambda: informer.get(ObjectKey(NS, "deploy.web.prod")) is None, 10.0, interval=0.01)
         assert informer.relists == 1
     finally:
         stop.set()

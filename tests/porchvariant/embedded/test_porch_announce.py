@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 from porchvariant.embedded.git.repository import GitPackageRepository
@@ -12,17 +11,11 @@ from porchvariant.porch_client import PACKAGE_REVISION, REPOSITORY
 from reconcile import EmbeddedCluster, ObjectKey
 from reconcile.informer import Informer
 from tests.porchvariant.embedded.porch_env import CONFIGMAP, KPTFILE, NS, crd, repository, seed
+from tests.waiting import eventually
 
 
 def names(informer: Informer) -> set[str]:
     return {obj["metadata"]["name"] for obj in informer.list()}
-
-
-def wait_for(check: object, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
 
 
 def test_a_repository_registered_later_is_announced_and_one_removed_is_taken_back(tmp_path: Path) -> None:
@@ -38,12 +31,12 @@ def test_a_repository_registered_later_is_announced_and_one_removed_is_taken_bac
         thread = threading.Thread(target=informer.run, args=(stop,))
         thread.start()
         try:
-            wait_for(informer.synced.is_set)
+            eventually(informer.synced.is_set, 10.0, interval=0.01)
             assert names(informer) == set()
             cluster.create(repository("catalog", str(catalog)))
-            wait_for(lambda: names(informer) == {"catalog.web.main", "catalog.web.v1"})
+            eventually(lambda: names(informer) == {"catalog.web.main", "catalog.web.v1"}, 10.0, interval=0.01)
             cluster.delete(REPOSITORY, ObjectKey(NS, "catalog"))
-            wait_for(lambda: names(informer) == set())
+            eventually(lambda: names(informer) == set(), 10.0, interval=0.01)
         finally:
             stop.set()
             informer.wake()

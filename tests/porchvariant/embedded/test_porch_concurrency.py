@@ -27,6 +27,7 @@ from tests.gitservers.https import HttpsGitServer
 from tests.porchvariant.embedded.porch_env import crd
 from tests.porchvariant.embedded.remote_support import Served
 from tests.porchvariant.variants_support import NS, Repos
+from tests.waiting import eventually
 
 DEPLOYMENTS = ("d0", "d1", "d2")
 
@@ -107,9 +108,12 @@ class Watched:
         self.thread.start()
 
     def until(self, done: Callable[[list[WatchEvent]], bool], timeout: float = 30) -> list[WatchEvent]:
-        deadline = time.monotonic() + timeout
-        while not done(list(self.events)) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        """The events seen so far, once `done` accepts them; fails past `timeout` s."""
+        @functools.wraps(done)  # a failure names `done`
+        def seen() -> bool:
+            return done(list(self.events))
+        eventually(seen, timeout, interval=0.02,
+                   show=lambda: [(e.type, e.object["metadata"]["name"]) for e in self.events])
         return list(self.events)
 
     def stop(self) -> None:
@@ -304,9 +308,7 @@ def test_a_lost_lease_in_a_shared_push_fails_only_its_writer(server: HttpsGitSer
                for updates in [*good, stale]]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + 10
-    while len(mirror._queued) < 4 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    eventually(lambda: len(mirror._queued) >= 4, 10.0, interval=0.01)
     with mirror._group:
         mirror._pushing = PUSHES_AT_ONCE - 1
         mirror._group.notify_all()

@@ -19,7 +19,6 @@ import contextlib
 import secrets
 import string
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -27,6 +26,7 @@ from typing import Any, TypeVar
 from reconcile.clock import FakeClock
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, WatchEvent
 from reconcile.errors import ApiError, NotFound
+from tests import waiting
 
 T = TypeVar("T")
 
@@ -103,22 +103,10 @@ def with_meta(obj: Obj, **changes: Any) -> Obj:
 
 
 def eventually(check: Callable[[], T], timeout: float = EVENTUALLY) -> T:
-    """Poll `check` until it returns something truthy (that value is returned) without raising
-    AssertionError. On the embedded server the first call passes: its controllers are done when
-    a request returns. After `timeout` seconds the last AssertionError propagates."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = check()
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-        else:
-            if result or result is None:
-                return result
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{getattr(check, '__name__', 'condition')} not reached within {timeout} s")
-        time.sleep(0.1)
+    """What `check` returns once it holds: something truthy, or None from a check that asserts
+    (an AssertionError is "not yet"), polled every 0.1 s. On the embedded server the first call
+    passes: its controllers are done when a request returns."""
+    return waiting.eventually(check, timeout, interval=0.1, asserts=True)
 
 
 @dataclass

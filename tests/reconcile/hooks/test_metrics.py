@@ -12,7 +12,7 @@ from reconcile.hooks import Hook, HookError
 from reconcile.metrics import Metrics
 from tests.reconcile.hooks import functions
 from tests.reconcile.hooks.conftest import Server, sync_request
-from tests.reconcile.support import eventually
+from tests.waiting import eventually
 
 MakeHook = Callable[..., Hook]
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

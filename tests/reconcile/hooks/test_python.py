@@ -12,7 +12,7 @@ import pytest
 from reconcile.hooks import Hook, HookConfigError, HookError, HookRefused
 from tests.reconcile.hooks import functions
 from tests.reconcile.hooks.conftest import sync_request
-from tests.reconcile.support import eventually
+from tests.waiting import eventually
 
 MakeHook = Callable[..., Hook]
 MODULE = "tests.reconcile.hooks.functions"

@@ -14,7 +14,7 @@ import pytest
 from reconcile import FakeClock
 from reconcile.hooks import Hook, HookConfigError, HookError, HookRetryAfter
 from tests.reconcile.hooks.conftest import Server, sync_request
-from tests.reconcile.support import eventually
+from tests.waiting import eventually
 
 MakeHook = Callable[..., Hook]
 
