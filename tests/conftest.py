@@ -1,6 +1,7 @@
 """Shared test configuration: a leak check on every test, paths to the repository's fixtures, and
 porchkit's start-up time."""
 
+import logging
 import subprocess
 import sys
 import threading
@@ -24,6 +25,19 @@ def no_leaked_threads_fixture() -> Iterator[None]:
     def left() -> list[str]:
         return [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
     eventually(lambda: not left(), 5.0, interval=0.01, what="the threads the test started to end", show=left)
+
+
+@pytest.fixture(name="logging_as_it_was", autouse=True)
+def logging_as_it_was_fixture() -> Iterator[None]:
+    """Puts the root and urllib3 loggers back as they were: a command run in-process configures
+    logging for the process (`porchkit ... -f` without -v raises the root level to CRITICAL), and a
+    later test's caplog would then see nothing."""
+    root, urllib3 = logging.getLogger(), logging.getLogger("urllib3")
+    before = (root.level, list(root.handlers), urllib3.level)
+    yield
+    root.setLevel(before[0])
+    root.handlers[:] = before[1]
+    urllib3.setLevel(before[2])
 
 
 @pytest.fixture
