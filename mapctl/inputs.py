@@ -36,6 +36,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from mapctl.context import TERMS, InputKey, MapContext, OutputKind, Settled, identities
 from mapctl.keys import input_reference, map_key, reference, stamp
@@ -126,10 +127,11 @@ class InputSync:
                          identities(observed), None)
         with context.memory.lock:
             last = context.memory.settled.get(key)
-        now = context.clock.monotonic()
-        if last is not None and _unchanged(last, before, now):
+        verdict = settled_verdict(last, before, context.clock.monotonic())
+        if verdict == "unchanged":
+            assert last is not None
             return self._later(last.due), None
-        if last is not None and now - last.at < CATCH_UP and _behind(last, before):
+        if verdict == "behind":
             return RequeueAfter(CATCH_UP_POLL), None  # the cache has not seen the last pass's writes yet
         if live:
             assert source is not None
@@ -257,6 +259,17 @@ class InputSync:
         if due is None or not self.context.follow_resync:
             return Done()
         return RequeueAfter(max(due - self.context.clock.monotonic(), 0.0))
+
+
+def settled_verdict(last: Settled | None, now: Settled, monotonic: float) -> Literal["unchanged", "behind", "ask"]:
+    """Whether a pass may skip the hook: nothing it sees changed since the last pass and no resync
+    is due ("unchanged"), or the cache has not caught up with the last pass's own writes, for at
+    most CATCH_UP seconds ("behind"); else the hook is asked."""
+    if last is None:
+        return "ask"
+    if _unchanged(last, now, monotonic):
+        return "unchanged"
+    return "behind" if monotonic - last.at < CATCH_UP and _behind(last, now) else "ask"
 
 
 def _behind(last: Settled, now: Settled) -> bool:

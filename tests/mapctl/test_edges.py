@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mapctl.context import Settled
+from mapctl.inputs import CATCH_UP, settled_verdict
 from mapctl.keys import INPUT_ANNOTATION
 from reconcile.cluster import Obj, ObjectKey
 from tests.mapctl.pyhooks import CALLS
@@ -108,3 +110,16 @@ def test_a_status_write_that_loses_a_race_is_counted_again(stage: MakeStage) -> 
     eventually(lambda: racing.raced and live.status().get("inputs") == {"services": {"total": 2}}, WAIT)
     eventually(lambda: live.status().get("outputs") == {"configmaps": {"total": 2}}, WAIT)
     assert live.status()["phase"] == "Ready"  # the other writer's field is kept
+
+
+def test_a_pass_skips_the_hook_only_when_nothing_it_sees_changed_or_the_cache_lags_its_own_writes() -> None:
+    last = Settled("parent-1", "7", frozenset({("apps/Deployment", "out", "12")}), due=100.0, at=50.0)
+    same = Settled("parent-1", "7", frozenset({("apps/Deployment", "out", "12")}), None)
+    assert settled_verdict(None, same, 60.0) == "ask"  # never asked
+    assert settled_verdict(last, same, 60.0) == "unchanged"
+    assert settled_verdict(last, same, 100.0) == "ask"  # its resync is due
+    assert settled_verdict(last, Settled("parent-2", "7", same.outputs, None), 60.0) == "ask"  # the parent changed
+    assert settled_verdict(last, Settled("parent-1", "8", same.outputs, None), 60.0) == "ask"  # the input changed
+    lagging = Settled("parent-1", "7", frozenset({("apps/Deployment", "out", "11")}), None)  # an older output
+    assert settled_verdict(last, lagging, 50.0 + CATCH_UP / 2) == "behind"
+    assert settled_verdict(last, lagging, 50.0 + CATCH_UP * 2) == "ask"  # waited long enough: someone else's change
