@@ -35,6 +35,7 @@ from krmyaml.errors import UnwritableValue, YamlError
 MIN_ALIAS_BUDGET = 100_000
 ALIAS_BUDGET_PER_CHAR = 20
 TOO_DEEP = "nested too deeply"
+_OCTAL_DIGITS = frozenset("01234567")
 MAX_TEXT_CHARS = 256 * 2**20
 MAX_DOCUMENTS = 1_000_000
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -80,7 +81,7 @@ class Loader(yaml.CSafeLoader):
             _refuse_duplicate_keys(node)
         return super().construct_mapping(node, deep)
 
-    def construct_yaml_int(self, node: ScalarNode) -> int:
+    def construct_go_int(self, node: ScalarNode) -> int | float:
         _require(node, _INT, "!!int")
         text = str(self.construct_scalar(node)).replace("_", "")
         sign = -1 if text.startswith("-") else 1
@@ -88,7 +89,9 @@ class Loader(yaml.CSafeLoader):
         if digits.startswith(("0o", "0x", "0b")):
             return sign * int(digits, 0)
         if len(digits) > 1 and digits.startswith("0"):
-            return sign * int(digits, 8)  # go-yaml reads 0755 as octal
+            if set(digits) <= _OCTAL_DIGITS:
+                return sign * int(digits, 8)  # go-yaml reads 0755 as octal...
+            return sign * float(digits)  # ...and 08, which is no octal, as the float 8
         try:
             return sign * int(digits)
         except ValueError:  # over Python's limit on decimal digits (sys.get_int_max_str_digits)
@@ -112,7 +115,7 @@ class Loader(yaml.CSafeLoader):
 
 
 _add_core_schema(Loader)
-Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_go_int)
 Loader.add_constructor("tag:yaml.org,2002:bool", Loader.construct_yaml_bool)
 Loader.add_constructor("tag:yaml.org,2002:float", Loader.construct_yaml_float)
 # (dates stay text, as they do once Kubernetes tooling turns YAML into JSON)

@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 
-from krmyaml import YamlError, load_all, schema
+from krmyaml import YamlError, load_all, roundtrip, schema
 
 
 def test_scalars_resolve_as_go_yaml_resolves_them() -> None:
@@ -115,3 +115,9 @@ def test_a_tag_asking_for_a_mapping_where_there_is_none_is_refused(text: str) ->
 def test_an_error_without_a_source_starts_with_its_line() -> None:
     with pytest.raises(YamlError, match=r"^line 2, column 1: invalid YAML: "):
         load_all("a: [1\n")
+
+
+def test_a_leading_zero_number_that_is_no_octal_reads_as_go_yaml_and_the_round_trip_reader_read_it() -> None:
+    [doc] = load_all("a: 08\nb: -09\nc: 0755\n")
+    assert doc == {"a": 8.0, "b": -9.0, "c": 493} and type(doc["a"]) is float
+    assert doc == roundtrip.load("a: 08\nb: -09\nc: 0755\n")
