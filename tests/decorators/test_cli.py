@@ -10,17 +10,14 @@ a hook answering 500 is tried again first.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.commands import BUDGET, ROOT, Command
 from tests.decorators.hooks_support import HookServer, closed_port, hook_server
 
 __all__ = ["hook_server"]  # a fixture, imported to be found here
@@ -66,8 +63,7 @@ CRD = textwrap.dedent("""\
           schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
     """)
 ROLE = "my-tests.ctl.rlg.io-reader"
-ROOT = Path(__file__).resolve().parents[2]  # where `tests.decorators.pyhooks` imports from
-BUDGET = 2.0  # seconds beyond porchkit's start-up to report an error known after one try (retrying took 3)
+porchkit = Command("decorators", "reconcile")
 
 
 def manifests(directory: Path, *, hook: str = WEBHOOK, operator: str = "Exists") -> Path:
@@ -88,11 +84,6 @@ def role_hooks(directory: Path) -> None:
             return {"attachments": [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                                      "metadata": {"name": name + "-reader"}, "rules": []}]}
         """))
-
-
-def porchkit(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "porchkit", "decorators", "reconcile", *args], cwd=cwd,
-                          env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture
@@ -257,18 +248,12 @@ def configmap_decorator(directory: Path, hook: str) -> tuple[Path, Path]:
     return controller, target
 
 
-def timed(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], float]:
-    started = time.perf_counter()
-    result = porchkit(*args, cwd=ROOT, env=env)
-    return result, time.perf_counter() - started
-
-
 class TestErrorsThatWouldComeBack:
     def test_a_resource_not_served_is_one_line_at_once(self, tmp_path: Path, porchkit_start_up: float) -> None:
         directory = manifests(tmp_path / "m")
         controller = directory / "controller.yaml"
         controller.write_text(controller.read_text().replace("resource: clusterroles", "resource: widgets"))
-        result, took = timed("-f", str(directory))
+        result, took = porchkit.timed("-f", str(directory))
         assert result.returncode == 1
         assert result.stderr.splitlines() == [
             f"porchkit: {controller}: DecoratorController crd-role-controller: spec.attachments[0]: can't find "
@@ -279,7 +264,7 @@ class TestErrorsThatWouldComeBack:
             self, tmp_path: Path, hook_server: Callable[[str], HookServer], porchkit_start_up: float) -> None:
         faulty = hook_server("faulty")
         _, target = configmap_decorator(tmp_path / "m", '{webhook: {url: "http://faulty.hooks/garbage"}}')
-        result, took = timed("-f", str(tmp_path / "m"), "--resolve", f"faulty.hooks={faulty.address}")
+        result, took = porchkit.timed("-f", str(tmp_path / "m"), "--resolve", f"faulty.hooks={faulty.address}")
         assert result.returncode == 1
         assert result.stderr.splitlines() == [
             f"porchkit: {target}: ConfigMap default/a: DecoratorController check: Sync error: bad response from "
@@ -296,7 +281,7 @@ class TestErrorsThatWouldComeBack:
                 return {"attachments": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}}]}
             """))
         _, target = configmap_decorator(tmp_path / "m", "{python: {function: secrethooks:attach_secret}}")
-        result, took = timed("-f", str(tmp_path / "m"), env={"PYTHONPATH": str(tmp_path / "lib")})
+        result, took = porchkit.timed("-f", str(tmp_path / "m"), env={"PYTHONPATH": str(tmp_path / "lib")})
         assert result.returncode == 1
         assert result.stderr.splitlines() == [
             f"porchkit: {target}: ConfigMap default/a: DecoratorController check: Sync error: 1 attachment "
@@ -307,7 +292,7 @@ class TestErrorsThatWouldComeBack:
             self, tmp_path: Path, hook_server: Callable[[str], HookServer]) -> None:
         faulty = hook_server("faulty")
         _, target = configmap_decorator(tmp_path / "m", '{webhook: {url: "http://faulty.hooks/500"}}')
-        result, _ = timed("-f", str(tmp_path / "m"), "--resolve", f"faulty.hooks={faulty.address}")
+        result, _ = porchkit.timed("-f", str(tmp_path / "m"), "--resolve", f"faulty.hooks={faulty.address}")
         assert result.returncode == 1
         [line] = result.stderr.splitlines()
         assert line.startswith(f"porchkit: {target}: ConfigMap default/a: DecoratorController check: Sync error: "

@@ -11,13 +11,9 @@ input's error, whose parent's status write comes a settle later).
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
 import textwrap
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,23 +23,18 @@ import yaml
 
 from mapctl.instance import STATUS_SETTLE
 from mapctl.parents import MAPPED_SUFFIX
+from tests.commands import BUDGET, ROOT, Command
 from tests.mapctl.support import HookServer, hook_server
 
 __all__ = ["hook_server"]  # a fixture, imported to be found here
 
-ROOT = Path(__file__).resolve().parents[2]  # where `tests.mapctl.pyhooks` imports from
+porchkit = Command("map", "reconcile")
 EXAMPLES = ROOT / "testdata" / "mapctl"
 SERVICES = EXAMPLES / "configmap-per-service"
 SNAPSHOTS = EXAMPLES / "snapshotschedule"
-BUDGET = 2.0  # seconds beyond porchkit's start-up to report an error known after one try (retrying took 3)
-# ...and for an input's error, which its parent's status write follows STATUS_SETTLE later, as in
-# every preview (retrying took 6.5)
+# BUDGET (tests.commands) for an input's error too, whose parent's status write follows STATUS_SETTLE
+# later, as in every preview (retrying took 6.5)
 INPUT_BUDGET = BUDGET + STATUS_SETTLE
-
-
-def porchkit(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "porchkit", "map", "reconcile", *args], cwd=cwd, env=dict(os.environ),
-                          capture_output=True, text=True, timeout=60)
 
 
 def rows(text: str) -> list[list[str]]:
@@ -229,12 +220,6 @@ class TestDeterminism:
         assert [row[3] for row in created] == [f"svc-{i:02d}" for i in range(40)]
 
 
-def timed(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    started = time.perf_counter()
-    result = porchkit(*args)
-    return result, time.perf_counter() - started
-
-
 def only_web_exposed(directory: Path, annotations: str = "{}") -> None:
     """The example's Services with only web exposed, annotated with `annotations` (a flow mapping)."""
     services = directory / "services.yaml"
@@ -248,7 +233,7 @@ class TestErrorsThatWouldComeBack:
         directory = copy_of(SERVICES, tmp_path / "m")
         manifest = directory / "mapcontroller.yaml"
         manifest.write_text(manifest.read_text().replace("resource: servicedirectories", "resource: widgets"))
-        result, took = timed("-f", str(directory))
+        result, took = porchkit.timed("-f", str(directory))
         assert result.returncode == 1
         assert result.stderr.splitlines() == [
             f"porchkit: {manifest}: MapController configmap-per-service: spec.parentResource: can't find resource "
@@ -270,7 +255,7 @@ class TestErrorsThatWouldComeBack:
               hooks: {map: {webhook: {url: "http://faulty.hooks/map"}}}
             """))
         only_web_exposed(directory, "{faulty-path: /garbage}")
-        result, took = timed("-f", str(directory), "--resolve", f"faulty.hooks={faulty.address}")
+        result, took = porchkit.timed("-f", str(directory), "--resolve", f"faulty.hooks={faulty.address}")
         assert result.returncode == 1
         assert result.stderr.splitlines() == [
             "porchkit: MapController garbled: map Service/default/web: bad response from http://faulty.hooks/map: "
@@ -286,7 +271,7 @@ class TestErrorsThatWouldComeBack:
         manifest.write_text(manifest.read_text().replace("target:\n          apiVersion: v1\n          kind: ConfigMap",
                                                          "target:\n          apiVersion: v1\n          kind: Secret"))
         only_web_exposed(directory)
-        result, took = timed("-f", str(directory))
+        result, took = porchkit.timed("-f", str(directory))
         assert result.returncode == 1
         assert result.stderr.splitlines() == [
             "porchkit: MapController configmap-per-service: map Service/default/web: 1 output operation failed: "
