@@ -20,7 +20,7 @@ from reconcile.errors import ReconcileError
 from reconcile.manager import Manager
 from reconcile.workqueue import WorkQueue
 
-__all__ = ["run_until_idle"]
+__all__ = ["busy", "run_until_idle"]
 
 _POLL = 0.01
 
@@ -58,8 +58,8 @@ def _wait_idle(manager: Manager, runner: threading.Thread, quiet: float, horizon
     idle_since: float | None = None
     while True:
         now = time.monotonic()
-        busy = any(_busy(c.queue, horizon) for c in manager.controllers)
-        if busy:
+        busy_now = any(busy(c.queue, horizon) for c in manager.controllers)
+        if busy_now:
             idle_since = None
         elif idle_since is None:
             idle_since = now
@@ -72,7 +72,8 @@ def _wait_idle(manager: Manager, runner: threading.Thread, quiet: float, horizon
         time.sleep(_POLL)
 
 
-def _busy(queue: WorkQueue[Any], horizon: float) -> bool:
-    """A key ready or due within `horizon` seconds, or one being reconciled."""
+def busy(queue: WorkQueue[Any], horizon: float) -> bool:
+    """Whether `queue` has a key ready, one due within `horizon` seconds (of its clock), or one
+    being reconciled. Tests wait for `not busy` before asserting that nothing more happened."""
     due = queue.next_due()
     return bool(len(queue) or queue.in_flight() or (due is not None and due <= horizon))

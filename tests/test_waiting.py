@@ -4,11 +4,12 @@ and what was seen last."""
 from __future__ import annotations
 
 import itertools
+import threading
 
 import pytest
 
 from reconcile import FakeClock
-from tests.waiting import eventually, settled, step_until
+from tests.waiting import blocked, eventually, settled, step_until
 
 
 def test_eventually_returns_the_first_true_value_the_check_returns() -> None:
@@ -102,3 +103,35 @@ def test_step_until_fails_past_its_limit_of_clock_seconds() -> None:
     with pytest.raises(AssertionError, match=r"^waited 1 clock-seconds for .*lambda: False.*; it last returned False$"):
         step_until(clock, lambda: False, limit=1, step=0.5, pause=0)
     assert clock.time() == 1.5  # it stepped past the limit, then gave up
+
+
+def test_blocked_is_true_for_a_thread_waiting_on_an_event_and_false_for_one_that_ended() -> None:
+    gate = threading.Event()
+    waiter = threading.Thread(target=lambda: gate.wait(5), name="waiter")
+    finisher = threading.Thread(target=lambda: None, name="finisher")
+    waiter.start()
+    finisher.start()
+    try:
+        assert blocked(waiter) is True
+        assert blocked(finisher) is False
+    finally:
+        gate.set()
+        waiter.join(5)
+        finisher.join(5)
+
+
+def test_blocked_fails_for_a_thread_that_neither_waits_nor_ends() -> None:
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            pass
+
+    spinner = threading.Thread(target=spin, name="spinner")
+    spinner.start()
+    try:
+        with pytest.raises(AssertionError, match=r"waited 0\.05s for spinner to block in a wait or end"):
+            blocked(spinner, timeout=0.05)
+    finally:
+        stop.set()
+        spinner.join(5)

@@ -1,7 +1,8 @@
 """Waiting, in tests, for what other threads and processes do.
 
 `eventually` polls a check until it holds; `settled` reads a value until it stops changing;
-`step_until` polls like `eventually` while moving a FakeClock, for code that waits on clock time.
+`step_until` polls like `eventually` while moving a FakeClock, for code that waits on clock time;
+`blocked` tells a thread blocked in a wait from one still on its way there.
 Each fails with an AssertionError saying what it waited for and what it saw last, so that a
 timeout reads as more than "condition not reached".
 
@@ -13,6 +14,8 @@ on slower things choose their own pace: a real API server gets a minute and 50 m
 from __future__ import annotations
 
 import inspect
+import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -83,6 +86,28 @@ def step_until(clock: FakeClock, check: Callable[[], object], *, limit: float, s
         elapsed += step
         time.sleep(pause)
     return elapsed
+
+
+_WAITS = frozenset(("wait", "join", "_wait_for_tstate_lock"))  # threading's blocking calls, by version
+
+
+def blocked(thread: threading.Thread, timeout: float = 5.0) -> bool:
+    """Whether `thread` is blocked in one of threading's waits (Condition.wait, and so Event.wait;
+    Thread.join; not Thread.start's wait for the thread it starts), polled until it is (True) or
+    has ended (False): a thread just started, or just woken, is not yet at its wait, and asserting
+    that it has not returned proves nothing then. Past `timeout` s of neither, an AssertionError."""
+    def state() -> str | None:
+        if not thread.is_alive():
+            return "ended"
+        frame = sys._current_frames().get(thread.ident or 0)
+        names = []
+        while frame is not None:
+            if frame.f_code.co_filename == threading.__file__:
+                names.append(frame.f_code.co_name)
+            frame = frame.f_back
+        # Thread.start waits for the new thread to begin: a moment on the way, not a block
+        return "blocked" if _WAITS.intersection(names) and "start" not in names else None
+    return eventually(state, timeout, what=f"{thread.name} to block in a wait or end") == "blocked"
 
 
 def _message(headline: str, last: str, show: Callable[[], object] | None) -> str:

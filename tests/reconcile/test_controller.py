@@ -15,6 +15,7 @@ from reconcile.cache import InformerCache
 from reconcile.controller import Controller, Owns, Watch, Watches
 from reconcile.embedded import EmbeddedCluster
 from reconcile.outcome import Done, RequeueAfter
+from tests.reconcile.heard import Heard, handled
 from tests.reconcile.support import configmap
 from tests.waiting import eventually
 
@@ -122,9 +123,10 @@ def test_a_watch_added_while_running_maps_its_kind_once_however_often_it_is_aske
 
     for _ in range(3):
         controller.watch_more(cache, Watches(SECRET, to_key))
-    cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}})
+    heard = Heard(cache.informer(SECRET))
+    secret = cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}})
     eventually(lambda: ObjectKey("default", "from-secret") in seen)
-    time.sleep(0.1)
+    handled(heard, secret, controller)
     assert mapped == ["s"]
 
 
@@ -138,12 +140,11 @@ def test_a_primary_watch_can_filter_changes_and_choose_keys(stop: Started) -> No
     primary = Watch(CONFIGMAP, lambda obj, kind: [ObjectKey.of(obj)] if obj["metadata"]["name"] != "skip" else [],
                     changes=labels_changed)
     controller = Controller("cm", CONFIGMAP, lambda key: seen.append(key) or Done(), primary=primary)
-    start(cluster, controller, stop)
+    heard = Heard(start(cluster, controller, stop).informer(CONFIGMAP))
     cluster.create(configmap("skip"))
     made = cluster.create(configmap("a"))
     eventually(lambda: seen == [ObjectKey("default", "a")])
-    cluster.update({**made, "data": {"x": "1"}})  # not a label change: filtered out
-    time.sleep(0.1)
+    handled(heard, cluster.update({**made, "data": {"x": "1"}}), controller)  # not a label change: filtered out
     assert seen == [ObjectKey("default", "a")]
     current = cluster.get(CONFIGMAP, ObjectKey("default", "a"))
     assert current is not None
@@ -161,10 +162,10 @@ def test_an_unbound_controller_hears_of_no_more_changes(stop: Started) -> None:
     cluster.create(configmap("a"))
     eventually(lambda: seen == [ObjectKey("default", "a")])
     controller.unbind()
-    cluster.create(configmap("b"))
-    cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}})
-    eventually(lambda: all(len(cache.list(kind)) == 1 for kind in (SECRET,)))
-    time.sleep(0.1)
+    heard = {kind: Heard(cache.informer(kind)) for kind in (CONFIGMAP, SECRET)}
+    handled(heard[CONFIGMAP], cluster.create(configmap("b")), controller)
+    handled(heard[SECRET], cluster.create({"apiVersion": "v1", "kind": "Secret",
+                                           "metadata": {"name": "s", "namespace": "default"}}), controller)
     assert seen == [ObjectKey("default", "a")] and len(controller.queue) == 0
 
 

@@ -27,7 +27,7 @@ from tests.reconcile.support import (
     configmap,
     manager_process,
 )
-from tests.waiting import eventually, step_until
+from tests.waiting import blocked, eventually, step_until
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 SECRET = Kind("v1", "Secret")
@@ -65,8 +65,7 @@ def test_workers_start_only_once_every_cache_has_synced(cluster: EmbeddedCluster
     manager = Manager(gated, clock=clock)  # type: ignore[arg-type]
     controller, seen = recorder(clock)
     manager.add(controller)
-    run(manager)
-    time.sleep(0.3)
+    assert blocked(run(manager).thread)  # waiting for the cache, not on its way to it
     assert manager.state == "syncing" and seen == [] and manager.unsynced() == ["ConfigMap"]
     gated.release()
     eventually(lambda: seen == [ObjectKey("default", "a")])
@@ -79,7 +78,7 @@ def test_caches_that_do_not_sync_in_time_end_the_run_with_status_1(cluster: Embe
     manager = Manager(gated, clock=clock, sync_timeout=60)  # type: ignore[arg-type]
     manager.add(recorder(clock)[0])
     running = run(manager)
-    time.sleep(0.1)
+    assert blocked(running.thread)  # its sync deadline is set: the clock may move
     assert manager.ready() == "informer caches not synced yet: ConfigMap"
     clock.advance(61)
     try:
@@ -145,8 +144,7 @@ def test_a_removed_controller_finishes_its_reconcile_in_flight_and_sees_no_more_
     removed: list[bool] = []
     remover = threading.Thread(target=lambda: removed.append(manager.remove(controller)))
     remover.start()
-    time.sleep(0.1)
-    assert removed == []  # waits for the reconcile in flight
+    assert blocked(remover) and removed == []  # waits for the reconcile in flight
     release.set()
     remover.join(5)
     assert removed == [True] and manager.controllers == []
@@ -197,8 +195,8 @@ def test_stop_waits_for_the_reconcile_in_flight_then_returns_0(cluster: Embedded
     cluster.create(configmap("a"))
     assert entered.wait(5)
     manager.stop()
-    time.sleep(0.2)
-    assert running.thread.is_alive() and manager.state == "stopping"
+    eventually(lambda: manager.state == "stopping")
+    assert blocked(running.thread)  # draining, not stopped
     cluster.create(configmap("b"))  # no new reconcile starts while stopping
     release.set()
     assert running.wait() == 0
@@ -239,8 +237,8 @@ def test_on_stop_callbacks_run_once_after_the_reconciles_in_flight_even_if_one_f
     cluster.create(configmap("a"))
     assert entered.wait(5)
     manager.stop()
-    time.sleep(0.2)
-    assert called == []  # not while a reconcile is still in flight
+    eventually(lambda: manager.state == "stopping")
+    assert blocked(running.thread) and called == []  # not while a reconcile is still in flight
     release.set()
     assert running.wait() == 0
     assert called == [("failing", ["a"], "stopping"), ("second", ["a"], "stopping")]
@@ -258,8 +256,16 @@ def elected(cluster: Any, clock: FakeClock, identity: str) -> tuple[Manager, lis
 
 
 def holder(cluster: EmbeddedCluster) -> str:
+    return str(lease_spec(cluster).get("holderIdentity") or "")
+
+
+def renew_time(cluster: EmbeddedCluster) -> str:
+    return str(lease_spec(cluster).get("renewTime") or "")
+
+
+def lease_spec(cluster: EmbeddedCluster) -> dict[str, Any]:
     lease = cluster.get(LEASE, ObjectKey(ELECTION.namespace, ELECTION.name))
-    return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+    return dict((lease or {}).get("spec") or {})
 
 
 def test_of_two_managers_only_the_leader_reconciles_while_the_other_stands_by_warm(
@@ -273,8 +279,9 @@ def test_of_two_managers_only_the_leader_reconciles_while_the_other_stands_by_wa
     cluster.create(configmap("x"))
     step_until(clock, lambda: a_seen, limit=5)
     eventually(lambda: len(b.cache.informers[0]) == 1)  # the standby's cache is kept warm
+    renewed = renew_time(cluster)
     clock.advance(10)  # several renewals
-    time.sleep(0.1)
+    eventually(lambda: renew_time(cluster) != renewed)  # the leader has renewed since
     assert a_seen == [ObjectKey("default", "x")] and b_seen == []
     assert (a.leading, b.leading, holder(cluster)) == (True, False, "a")
     assert b.ready() is None  # a healthy standby is ready

@@ -21,9 +21,8 @@ from reconcile.clock import SYSTEM_CLOCK, FakeClock
 from reconcile.cluster import ObjectKey
 from reconcile.ratelimit import Bucket, ItemBackoff
 from reconcile.workqueue import WorkQueue
-from tests.waiting import eventually
+from tests.waiting import blocked, eventually
 
-SCHEDULE = 0.02  # real seconds for a just-started thread to reach its blocking wait
 JOIN = 5.0  # real seconds after which a thread that should have returned counts as hung
 
 
@@ -58,8 +57,7 @@ class Background:
 
     @property
     def blocked(self) -> bool:
-        time.sleep(SCHEDULE)
-        return self._thread.is_alive()
+        return blocked(self._thread)
 
     def join(self) -> Any:
         self._thread.join(JOIN)
