@@ -9,7 +9,6 @@ cut short by a restart, a queue the metrics still hold.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -133,7 +132,9 @@ def test_the_release_annotation_lets_a_target_go_without_its_failing_finalize(st
     running.cluster.create(target())
     decorated(running)
     running.cluster.delete(CONFIGMAP, ObjectKey("default", "t"))
-    time.sleep(0.3)
+    # two failed calls: the first pass is over, and the second began after it
+    eventually(lambda: running.metric("porchkit_hook_requests_total", controller="d", hook="finalize",
+                                      code="error") >= 2, WAIT)
     assert FINALIZER in finalizers_of(running, "t")  # finalize keeps failing
     running.edit(CONFIGMAP, "t", lambda obj: obj["metadata"].setdefault("annotations", {}).update(
         {RELEASE_ANNOTATION: FINALIZER}), "default")
@@ -151,10 +152,16 @@ def test_an_edit_under_running_passes_records_no_sync_error_and_leaves_no_queue_
         running.cluster.create(target(f"c{i}"))
         running.cluster.create(target(f"s{i}", SECRET))
     eventually(lambda: running.metric("porchkit_hook_requests_total", controller="d") >= 2, WAIT)
-    for _ in range(2):  # restarts while passes are waiting on the slow hook
+
+    def restart() -> None:
+        replaced = running.decorators.running["d"]
         running.edit(DECORATOR_CONTROLLER, "d", lambda obj: obj["spec"].update(
             resyncPeriodSeconds=(obj["spec"].get("resyncPeriodSeconds") or 3600) + 1))
-        time.sleep(0.1)
+        eventually(lambda: running.decorators.running.get("d") not in (None, replaced), WAIT)
+        eventually(lambda: any(c.queue.in_flight() for c in running.decorators.running["d"].controllers), WAIT)
+
+    for _ in range(2):  # restarts while passes are waiting on the slow hook
+        restart()
     eventually(lambda: all(running.get(CONFIGMAP, f"{name}{i}-first", "default")
                            for name in ("c", "s") for i in range(8)), 20)
     events = running.cluster.list(Kind("v1", "Event"), namespace="default").items

@@ -3,7 +3,6 @@ under its name, and a status write that loses a race."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -43,7 +42,7 @@ def test_two_parents_of_one_namespace_never_take_each_others_outputs_as_inputs(s
     eventually(lambda: live.get(CONFIGMAP, "seed-configmap"), WAIT)
     eventually(lambda: all((live.status(p).get("inputs") or {}).get("configmaps") == {"total": 1} for p in "ab"),
                WAIT)
-    time.sleep(0.5)  # what a cascade would need to show: a pass or two
+    live.wait_idle("copy")  # a cascade would have shown by now: a pass or two
     assert set(CALLS.per_subject("map_copy")) == {"ConfigMap/seed"}
     assert {obj["metadata"]["name"] for obj in live.cluster.list(CONFIGMAP, namespace="default").items} == {
         "seed", "seed-configmap"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from porchvariant.packagevariant_controller import PACKAGE_VARIANT
 from porchvariant.packagevariantset_controller import PACKAGE_VARIANT_SET
 from reconcile import Kind, ObjectKey, conditions
 from tests.porchvariant.variants_support import NS, Live, Repos, configmap, eventually, package_variant
+from tests.reconcile.heard import Heard, handled
 
 CONFIGMAP = Kind("v1", "ConfigMap")
 
@@ -79,8 +79,9 @@ def test_a_stalled_variant_is_told_once_as_a_warning_event(live: Live) -> None:
     assert event["message"] == 'downstream repository "nowhere" not found in namespace "team"'
     pv = live.cluster.get(PACKAGE_VARIANT, ObjectKey(NS, "web-prod"))
     assert pv is not None
-    live.cluster.update({**pv, "metadata": {**pv["metadata"], "labels": {"touched": "yes"}}})  # another pass
-    time.sleep(0.5)
+    heard = Heard(live.manager.cache.informer(PACKAGE_VARIANT))
+    touched = live.cluster.update({**pv, "metadata": {**pv["metadata"], "labels": {"touched": "yes"}}})
+    handled(heard, touched, *live.manager.controllers)  # another pass, and it is over
     assert len(warnings()) == 1 and warnings()[0].get("count", 1) == 1
 
 

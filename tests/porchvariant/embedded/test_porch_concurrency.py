@@ -190,10 +190,12 @@ def test_many_creates_at_once_all_succeed_and_each_is_added_once_with_growing_ve
     names = {f"{repo}.web.{ws}" for repo, ws in wanted}
     assert {r["metadata"]["name"] for r in results} == names
 
-    events = watched.until(lambda seen: names <= {e.object["metadata"]["name"] for e in seen})
-    time.sleep(0.2)  # the announce loop has run a few times since: it must add nothing
-    events = list(watched.events)
+    watched.until(lambda seen: names <= {e.object["metadata"]["name"] for e in seen})
+    setup.porch.announce_repositories()  # a whole announce pass since the creates: it must add nothing
+    setup.clone("d0", "last")  # announced after whatever that pass added, so seen after it too
+    events = watched.until(lambda seen: any(e.object["metadata"]["name"] == "d0.web.last" for e in seen))
     watched.stop()
+    events = events[:[e.object["metadata"]["name"] for e in events].index("d0.web.last")]
     added = [e.object["metadata"]["name"] for e in events if e.type == "ADDED"]
     assert sorted(added) == sorted(names), added  # each exactly once
     assert versions_grow(events), [(e.type, e.object["metadata"]["resourceVersion"]) for e in events]
