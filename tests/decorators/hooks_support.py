@@ -8,7 +8,8 @@
   as `porchkit manager --controllers decorator` does (with MANAGER_POLICY); it is stopped after
   the test.
 * helpers to read what the controllers left on the cluster (Events, metrics), to wait until a
-  decorator is idle, and to edit an object despite conflicts.
+  decorator is idle (tests.hookstage, shared with tests/mapctl), and to edit an object despite
+  conflicts.
 
 Import the fixtures into a test module (`from tests.decorators.hooks_support import hook_server`)
 to use them there.
@@ -17,7 +18,6 @@ to use them there.
 from __future__ import annotations
 
 import json
-import re
 import socket
 import subprocess
 import urllib.request
@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from decorators.crds import decorator_controller_crd
-from decorators.instance import Options
+from decorators.instance import DecoratorInstance, Options
 from decorators.supervisor import Decorators
 from reconcile import Conflict, Kind, ObjectKey
 from reconcile.cluster import Obj
@@ -37,13 +37,12 @@ from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
 from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
-from tests.reconcile.support import Running, ScriptProcesses
+from tests.hookstage import WAIT, HookStage
+from tests.reconcile.support import ScriptProcesses
 from tests.waiting import eventually, settled
 
 HOOKSERVERS = Path(__file__).resolve().parent / "hookservers"
 DECORATOR_CONTROLLER = Kind("metacontroller.k8s.io/v1alpha1", "DecoratorController")
-EVENT = Kind("v1", "Event")
-WAIT = 10.0  # seconds: the longest any test waits for a condition
 # What the stage's manager lets hooks do, as `porchkit manager --python-hooks
 # tests.decorators.pyhooks,decorators.examples --secret-namespaces default` would.
 MANAGER_POLICY = HookPolicy.for_manager(["tests.decorators.pyhooks", "decorators.examples"], ["default"])
@@ -89,58 +88,22 @@ def hook_server(tmp_path: Path) -> Iterator[Callable[[str], HookServer]]:
     processes.stop()
 
 
-class Stage:
+class Stage(HookStage[DecoratorInstance]):
     """An embedded cluster (DecoratorController CRD installed) and a manager running the
     DecoratorControllers on it, on a thread; `resolve` points webhook hosts at local servers."""
 
     def __init__(self, resolve: Mapping[str, str]) -> None:
-        self.cluster = EmbeddedCluster()
-        self.cluster.create(decorator_controller_crd())
-        self.manager = Manager(self.cluster, events=EventRecorder(self.cluster, "porchkit-decorators"),
-                               grace_period=5.0)
-        self.decorators = Decorators(self.manager, Options(resolve=dict(resolve), hook_policy=MANAGER_POLICY))
-        self.manager.add(self.decorators.controller())
-        self.running = Running(self.manager)
-
-    def close(self) -> None:
-        try:
-            self.running.stop()
-        finally:
-            self.decorators.stop_all()
-            self.cluster.close()
-
-    # --- reading the cluster -------------------------------------------------------------------
+        cluster = EmbeddedCluster()
+        cluster.create(decorator_controller_crd())
+        manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-decorators"), grace_period=5.0)
+        self.decorators = Decorators(manager, Options(resolve=dict(resolve), hook_policy=MANAGER_POLICY))
+        super().__init__(cluster, manager, self.decorators)
 
     def get(self, kind: Kind, name: str, namespace: str = "") -> Obj | None:
         return self.cluster.get(kind, ObjectKey(namespace, name))
 
-    def events(self, name: str, reason: str, namespace: str = "default") -> list[Obj]:
-        """The Events recorded about the object `name` (cluster-scoped objects' go to `default`)."""
-        return [event for event in self.cluster.list(EVENT, namespace=namespace).items
-                if event["involvedObject"].get("name") == name and event.get("reason") == reason]
-
-    def metric(self, series: str, /, **labels: str) -> float:
-        """The sum of the samples of `series` whose labels include `labels` (0 when there is none)."""
-        total = 0.0
-        for line in self.manager.metrics.render().splitlines():
-            found = re.fullmatch(rf"{re.escape(series)}\{{(.*)\}} (\S+)", line)
-            if found and labels.items() <= dict(re.findall(r'(\w+)="([^"]*)"', found.group(1))).items():
-                total += float(found.group(2))
-        return total
-
-    def idle(self, decorator: str) -> bool:
-        """True when no controller of `decorator` has a key queued, due soon, or in hand."""
-        instance = self.decorators.running.get(decorator)
-        return instance is not None and not any(
-            len(c.queue) or c.queue.in_flight() or ((due := c.queue.next_due()) is not None and due < 1.0)
-            for c in instance.controllers)
-
-    def wait_idle(self, decorator: str, quiet: float = 0.2) -> None:
-        """Wait until `decorator` is idle and no reconcile or hook call has happened for `quiet` s."""
-        def state() -> tuple[bool, float, float]:
-            return (self.idle(decorator), self.metric("porchkit_hook_requests_total", controller=decorator),
-                    self.metric("controller_runtime_reconcile_total"))
-        eventually(lambda: settled(state, quiet, WAIT)[0], WAIT, interval=0, what=f"{decorator} to be idle")
+    def activity(self, name: str) -> tuple[float]:
+        return (self.metric("porchkit_hook_requests_total", controller=name),)
 
     # --- writing ---------------------------------------------------------------------------------
 

@@ -19,7 +19,6 @@ Import the fixtures into a test module (`from tests.mapctl.support import stage`
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import time
 import urllib.request
@@ -32,7 +31,7 @@ import pytest
 
 import mapctl.instance
 from mapctl.crds import map_controller_crd
-from mapctl.instance import Options
+from mapctl.instance import MapInstance, Options
 from mapctl.keys import CONTROLLER_LABEL
 from mapctl.parents import MAPPED_SUFFIX
 from mapctl.spec import MAP_CONTROLLER
@@ -40,16 +39,17 @@ from mapctl.supervisor import MapControllers
 from reconcile import Conflict, Kind, ObjectKey
 from reconcile.clock import SYSTEM_CLOCK, Clock, FakeClock
 from reconcile.cluster import Obj, WatchEvent
+from reconcile.controller import Controller
 from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
 from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
+from tests.hookstage import WAIT, HookStage
 from tests.mapctl import pyhooks
-from tests.reconcile.support import Running, ScriptProcesses
-from tests.waiting import eventually, settled, step_until
+from tests.reconcile.support import ScriptProcesses
+from tests.waiting import eventually, step_until
 
 HOOKSERVERS = Path(__file__).resolve().parent / "hookservers"
-WAIT = 10.0  # seconds: the longest any test waits for a condition
 STATUS_SETTLE = 0.1  # seconds from an input pass to its parent's status write, in tests
 # What the stage's manager lets hooks do, as `porchkit manager --python-hooks tests.mapctl.pyhooks,mapctl.examples
 # --secret-namespaces default` would.
@@ -57,7 +57,6 @@ MANAGER_POLICY = HookPolicy.for_manager(["tests.mapctl.pyhooks", "mapctl.example
 
 CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
 NAMESPACE = Kind("v1", "Namespace")
-EVENT = Kind("v1", "Event")
 BUCKET = Kind("example.com/v1", "Bucket")
 GADGET = Kind("example.com/v1", "Gadget")
 SERVICE = Kind("v1", "Service")
@@ -212,7 +211,7 @@ class _Lagging(Iterator[WatchEvent]):
         getattr(self.stream, "close", lambda: None)()
 
 
-class Stage:
+class Stage(HookStage[MapInstance]):
     """An embedded cluster (the MapController, Bucket and Gadget CRDs installed, and a namespace
     `elsewhere`) and a manager running the MapControllers on it, on a thread; `resolve` points
     webhook hosts at local servers. `reports` holds every input pass's report, in order. With
@@ -226,20 +225,12 @@ class Stage:
                     {"apiVersion": NAMESPACE.api_version, "kind": NAMESPACE.kind, "metadata": {"name": "elsewhere"}}):
             self.cluster.create(obj)
         seen: Any = LaggingWatches(self.cluster, CONFIGMAP, lag) if lag else self.cluster
-        self.manager = Manager(seen, clock=clock, grace_period=5.0,
-                               events=EventRecorder(self.cluster, "porchkit-mapctl", clock=clock))
+        manager = Manager(seen, clock=clock, grace_period=5.0,
+                          events=EventRecorder(self.cluster, "porchkit-mapctl", clock=clock))
         self.reports: list[tuple[str, Any, Any]] = []  # appended from worker threads (list.append is atomic)
-        self.maps = MapControllers(self.manager, Options(resolve=dict(resolve), hook_policy=MANAGER_POLICY,
-                                                         report=lambda *report: self.reports.append(report)))
-        self.manager.add(self.maps.controller())
-        self.running = Running(self.manager)
-
-    def close(self) -> None:
-        try:
-            self.running.stop()
-        finally:
-            self.maps.stop_all()
-            self.cluster.close()
+        self.maps = MapControllers(manager, Options(resolve=dict(resolve), hook_policy=MANAGER_POLICY,
+                                                    report=lambda *report: self.reports.append(report)))
+        super().__init__(self.cluster, manager, self.maps)
 
     # --- writing ---------------------------------------------------------------------------------
 
@@ -290,44 +281,21 @@ class Stage:
                 return found
         return None
 
-    def events(self, name: str, reason: str, namespace: str = "default") -> list[Obj]:
-        """The Events recorded about the object `name` (cluster-scoped objects' go to `default`)."""
-        return [event for event in self.cluster.list(EVENT, namespace=namespace).items
-                if event["involvedObject"].get("name") == name and event.get("reason") == reason]
-
-    def metric(self, series: str, /, **labels: str) -> float:
-        """The sum of the samples of `series` whose labels include `labels` (0 when there is none)."""
-        total = 0.0
-        for line in self.manager.metrics.render().splitlines():
-            found = re.fullmatch(rf"{re.escape(series)}\{{(.*)\}} (\S+)", line)
-            if found and labels.items() <= dict(re.findall(r'(\w+)="([^"]*)"', found.group(1))).items():
-                total += float(found.group(2))
-        return total
-
     # --- waiting ---------------------------------------------------------------------------------
 
-    def idle(self, controller: str) -> bool:
-        """True when no controller of MapController `controller` has a key queued or in hand, and
-        none is due soon: an input's within a clock-second (an output's echo, a retry), a parent's
-        within the status settle time (the status write an input pass asked for)."""
-        instance = self.maps.running.get(controller)
-        if instance is None:
-            return False
-        soon = {id(instance.parents): mapctl.instance.STATUS_SETTLE + 0.5, id(instance.inputs): 1.0}
-        return not any(len(c.queue) or c.queue.in_flight() or ((due := c.queue.next_due()) is not None
-                                                               and due < soon.get(id(c), 1.0))
-                       for c in instance.controllers)
+    def horizon(self, instance: MapInstance, controller: Controller) -> float:
+        """An input's key due within a clock-second is part of the reaction (an output's echo, a
+        retry), a parent's within the status settle time (the status write an input pass asked for)."""
+        return mapctl.instance.STATUS_SETTLE + 0.5 if controller is instance.parents else 1.0
 
-    def wait_idle(self, controller: str, quiet: float | None = None) -> None:
-        """Wait until `controller` is idle and no pass or hook call has happened for `quiet` s
+    def activity(self, name: str) -> tuple[int, int]:
+        return len(self.reports), pyhooks.CALLS.total()
+
+    def wait_idle(self, name: str, quiet: float | None = None, *, what: str = "") -> None:
+        """Wait until MapController `name` is idle and no pass or hook call has happened for `quiet` s
         (by default 0.1 s more than the watch lag; real time: with a FakeClock, step it instead)."""
-        quiet = self.lag + 0.1 if quiet is None else quiet
         assert not isinstance(self.clock, FakeClock), "a fake clock does not move by itself: use step_until"
-        def state() -> tuple[bool, int, int, float]:
-            return (self.idle(controller), len(self.reports), pyhooks.CALLS.total(),
-                    self.metric("controller_runtime_reconcile_total"))
-        eventually(lambda: settled(state, quiet, WAIT)[0], WAIT, interval=0,
-                   what=f"MapController {controller} to be idle")
+        super().wait_idle(name, self.lag + 0.1 if quiet is None else quiet, what=what or f"MapController {name}")
 
     def step_until(self, check: Callable[[], Any], *, limit: float, step: float = 0.25) -> float:
         """Advance the fake clock in steps until `check()` holds; the clock-seconds it took."""

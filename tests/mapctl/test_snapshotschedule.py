@@ -11,7 +11,6 @@ VolumeSnapshots exist, when they come and go, the schedule's status, and its Eve
 
 from __future__ import annotations
 
-import builtins
 import functools
 import re
 import threading
@@ -24,7 +23,7 @@ import pytest
 from mapctl.crds import map_controller_crd
 from mapctl.examples import snapshots
 from mapctl.examples.snapshots import TAKEN_AT_ANNOTATION, parse_time
-from mapctl.instance import Options
+from mapctl.instance import MapInstance, Options
 from mapctl.keys import CONTROLLER_LABEL, INPUT_ANNOTATION, MAP_KEY_LABEL
 from mapctl.manager import map_controllers
 from mapctl.parents import MAPPED_SUFFIX
@@ -38,6 +37,7 @@ from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
 from reconcile.manifests import load_manifests, read_manifests
 from reconcile.objects import controller_of
+from tests.hookstage import HookStage
 from tests.reconcile.support import Running
 from tests.waiting import eventually, step_until
 
@@ -47,7 +47,6 @@ EXAMPLE = ROOT / "testdata" / "mapctl" / "snapshotschedule"
 SCHEDULE = Kind("examples.porchkit.dev/v1alpha1", "SnapshotSchedule")
 PVC = Kind("v1", "PersistentVolumeClaim")
 SNAPSHOT = Kind("snapshot.storage.k8s.io/v1", "VolumeSnapshot")
-EVENT = Kind("v1", "Event")
 CONTROLLER = "snapshotschedule-controller"
 START = 1_700_000_000.0
 HOUR, DAY = 3600, 86400
@@ -60,7 +59,7 @@ REAL_STEP = 0.005  # ...and real seconds the threads get after each
 # --- the stage ------------------------------------------------------------------------------------
 
 
-class Stage:
+class Stage(HookStage[MapInstance]):
     """An example's manifests in an embedded cluster on `clock` (the MapController CRD installed
     first), and a manager running the MapControllers on a thread, all reading `clock`."""
 
@@ -71,19 +70,11 @@ class Stage:
         self.cluster = EmbeddedCluster(clock=clock)
         self.cluster.create(map_controller_crd())
         load_manifests(self.cluster, read_manifests([example]))
-        self.manager = Manager(seen_through(self.cluster), clock=clock, grace_period=5.0,
-                               events=EventRecorder(self.cluster, "porchkit-mapctl", clock=clock))
+        manager = Manager(seen_through(self.cluster), clock=clock, grace_period=5.0,
+                          events=EventRecorder(self.cluster, "porchkit-mapctl", clock=clock))
         # as under `porchkit manager --python-hooks mapctl.examples` (deploy/mapctl-deployment.yaml)
-        self.maps = MapControllers(self.manager, Options(hook_policy=HookPolicy.for_manager(["mapctl.examples"], [])))
-        self.manager.add(self.maps.controller())
-        self.running = Running(self.manager)
-
-    def close(self) -> None:
-        try:
-            self.running.stop()
-        finally:
-            self.maps.stop_all()
-            self.cluster.close()
+        self.maps = MapControllers(manager, Options(hook_policy=HookPolicy.for_manager(["mapctl.examples"], [])))
+        super().__init__(self.cluster, manager, self.maps)
 
     # --- time -------------------------------------------------------------------------------------
 
@@ -105,13 +96,6 @@ class Stage:
         """Move the clock to `when` in one jump: a timer due meanwhile fires once, late."""
         assert when >= self.clock.time(), "the clock does not go back"
         self.clock.advance(when - self.clock.time())
-
-    def idle(self, controller: str) -> bool:
-        """No pass of MapController `controller` queued, due within a clock-second, or in hand."""
-        instance = self.maps.running.get(controller)
-        return instance is not None and not any(
-            len(c.queue) or c.queue.in_flight() or ((due := c.queue.next_due()) is not None and due < 1.0)
-            for c in instance.controllers)
 
     def settled_calls(self, controller: str, hook: str, *, at_least: float = 0) -> float:
         """How many times the hook was called, once that is `at_least` and the controller is idle."""
@@ -145,21 +129,10 @@ class Stage:
                    what=f"an accepted status of {kind.kind} {name}", show=lambda: status)
         return status
 
-    def events(self, name: str, reason: str) -> builtins.list[Obj]:
-        """The Events about the object `name` with `reason`."""
-        return [event for event in self.list(EVENT)
-                if event["involvedObject"].get("name") == name and event.get("reason") == reason]
-
     def hook_calls(self, controller: str, hook: str) -> float:
         """How many times `hook` of MapController `controller` was called, whatever the outcome
         (porchkit_hook_requests_total)."""
-        total = 0.0
-        for line in self.manager.metrics.render().splitlines():
-            found = re.fullmatch(r"porchkit_hook_requests_total\{(.*)\} (\S+)", line)
-            if found and {"controller": controller, "hook": hook}.items() <= dict(
-                    re.findall(r'(\w+)="([^"]*)"', found.group(1))).items():
-                total += float(found.group(2))
-        return total
+        return self.metric("porchkit_hook_requests_total", controller=controller, hook=hook)
 
     # --- writing ----------------------------------------------------------------------------------
 
