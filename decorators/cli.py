@@ -18,24 +18,16 @@ from typing import IO
 
 from decorators.preview import Preview, reconcile_manifests
 from reconcile.errors import ReconcileError
-from reconcile.hooks.preview import run_hook_preview
-from reconcile.manifests import add_local_arguments, in_key_order, print_columns, write_manifests
+from reconcile.hooks.preview import add_preview_command
+from reconcile.manifests import in_key_order, print_columns, write_manifests
 
 USER_ERRORS: tuple[type[BaseException], ...] = (ReconcileError,)  # ManifestError among them
 
 
 def add_commands(parser: argparse.ArgumentParser) -> None:
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    reconcile = commands.add_parser(
-        "reconcile", help="run the DecoratorControllers among manifests over the other objects, no cluster",
-        description="Load the manifests into an embedded API server, run the DecoratorControllers among them "
-                    "until they are idle, and print the targets and attachments they changed.")
-    add_local_arguments(reconcile, yaml_help="the changed objects")
-    reconcile.set_defaults(run=reconcile_files)
-
-
-def reconcile_files(args: argparse.Namespace) -> int:
-    return run_hook_preview(args, reconcile_manifests, print_table, print_yaml)
+    add_preview_command(parser, controllers="DecoratorControllers", printed="the targets and attachments they changed",
+                        yaml_help="the changed objects", reconcile_manifests=reconcile_manifests,
+                        print_table=print_table, print_yaml=print_yaml)
 
 
 def print_table(preview: Preview, out: IO[str]) -> None:

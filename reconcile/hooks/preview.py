@@ -10,13 +10,15 @@ the instances' passes reported from the controllers' workers.
 
 A hook controller's preview is then only what differs: its CRD and supervisor, the Options that
 report its passes to a `Passes` (with `HookPolicy.local()`: the manifests are the user's own), and
-the `Preview` it makes of the run. `run_hook_preview` is the command around it (the flags of
-reconcile.manifests.add_local_arguments): print as a table or YAML, one line on stderr per error.
+the `Preview` it makes of the run. `add_preview_command` adds the command around it, `reconcile`
+(the flags of reconcile.manifests.add_local_arguments), which `run_hook_preview` runs: print as a
+table or YAML, one line on stderr per error.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import threading
 from collections.abc import Callable, Hashable, Iterable
@@ -30,10 +32,10 @@ from reconcile.events import EventRecorder
 from reconcile.hooks.build import parse_resolve
 from reconcile.idle import run_until_idle
 from reconcile.manager import Manager
-from reconcile.manifests import Loaded, embedded_with, for_display, start_local_run
+from reconcile.manifests import Loaded, add_local_arguments, embedded_with, for_display, start_local_run
 from reconcile.supervisor import Instance, Supervisor
 
-__all__ = ["LocalRun", "Passes", "run_hook_preview", "run_locally"]
+__all__ = ["LocalRun", "Passes", "add_preview_command", "run_hook_preview", "run_locally"]
 
 GRACE_PERIOD = 5.0  # seconds a pass in flight gets to finish once the run is over
 
@@ -114,6 +116,21 @@ def run_locally(crd: Obj, paths: Iterable[str | Path], supervise: Callable[[Mana
     finally:
         supervisor.stop_all()
     return LocalRun(cluster, loaded, supervisor.kind, instances, dict(supervisor.failed))
+
+
+def add_preview_command(parser: argparse.ArgumentParser, *, controllers: str, printed: str, yaml_help: str,
+                        reconcile_manifests: Callable[..., P], print_table: Callable[[P, IO[str]], None],
+                        print_yaml: Callable[[P, IO[str]], None]) -> None:
+    """Give a hook controller's command its `reconcile` subcommand, previewing `controllers` (say
+    "MapControllers"): it prints `printed` (what the table shows), or `yaml_help` with `-o yaml`."""
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    reconcile = commands.add_parser(
+        "reconcile", help=f"run the {controllers} among manifests over the other objects, no cluster",
+        description=f"Load the manifests into an embedded API server, run the {controllers} among them until "
+                    f"they are idle, and print {printed}.")
+    add_local_arguments(reconcile, yaml_help=yaml_help)
+    reconcile.set_defaults(run=functools.partial(run_hook_preview, reconcile_manifests=reconcile_manifests,
+                                                 print_table=print_table, print_yaml=print_yaml))
 
 
 def run_hook_preview(args: argparse.Namespace, reconcile_manifests: Callable[..., P],
