@@ -49,6 +49,18 @@ def stop() -> Iterator[Started]:
     started.end()
 
 
+def drive(controller: Controller, clock: FakeClock, *, rounds: int, step: float) -> list[str]:
+    """Work the controller's queue by hand, `rounds` times: process every key ready, then move the
+    clock `step` seconds. What each reconcile came to, in order."""
+    results = []
+    for _ in range(rounds):
+        for ready in controller.queue.pop_ready():
+            results.append(controller.process(ready))
+            controller.queue.done(ready)
+        clock.advance(step)
+    return results
+
+
 def start(cluster: EmbeddedCluster, controller: Controller, stop: Started) -> InformerCache:
     cache = InformerCache(cluster)
     controller.bind(cache)
@@ -182,12 +194,7 @@ def test_a_failing_reconcile_is_retried_with_growing_delays_and_recovers() -> No
     controller = Controller("flaky", CONFIGMAP, reconcile, clock=clock)
     key = ObjectKey("default", "a")
     controller.queue.add(key)
-    results = []
-    for _ in range(200):
-        for ready in controller.queue.pop_ready():
-            results.append(controller.process(ready))
-            controller.queue.done(ready)
-        clock.advance(0.001)
+    results = drive(controller, clock, rounds=200, step=0.001)
     assert results == ["error", "error", "error", "success"]
     gaps = [round(b - a, 3) for a, b in zip(calls, calls[1:], strict=False)]
     assert gaps[0] < gaps[1] < gaps[2]
@@ -204,11 +211,7 @@ def test_a_terminal_error_is_not_retried() -> None:
 
     controller = Controller("strict", CONFIGMAP, reconcile, clock=clock)
     controller.queue.add(ObjectKey("default", "a"))
-    for _ in range(3):
-        for ready in controller.queue.pop_ready():
-            assert controller.process(ready) == "terminal_error"
-            controller.queue.done(ready)
-        clock.advance(100)
+    assert drive(controller, clock, rounds=3, step=100) == ["terminal_error"]
     assert calls == {ObjectKey("default", "a"): 1}
 
 
@@ -232,13 +235,7 @@ def test_a_deterministic_error_is_retried_unless_the_run_is_one_off(retry: bool,
     controller = Controller("decorator", CONFIGMAP, unusable_answer, clock=clock, events=Events(),
                             retry_deterministic=retry)
     controller.queue.add(ObjectKey("default", "a"))
-    seen = []
-    for _ in range(3):
-        for ready in controller.queue.pop_ready():
-            seen.append(controller.process(ready))
-            controller.queue.done(ready)
-        clock.advance(100)
-    assert seen == results
+    assert drive(controller, clock, rounds=3, step=100) == results
     assert recorded == ["Sync error: bad response from hook: invalid JSON"] * len(results)
 
 
@@ -252,11 +249,7 @@ def test_a_one_off_run_still_retries_an_error_that_is_not_deterministic() -> Non
 
     controller = Controller("decorator", CONFIGMAP, reconcile, clock=clock, retry_deterministic=False)
     controller.queue.add(ObjectKey("default", "a"))
-    for _ in range(3):
-        for ready in controller.queue.pop_ready():
-            assert controller.process(ready) == "error"
-            controller.queue.done(ready)
-        clock.advance(100)
+    assert drive(controller, clock, rounds=3, step=100) == ["error"] * 3
     assert len(calls) == 3
 
 
@@ -335,11 +328,6 @@ def test_a_reconcile_that_returns_none_is_a_bug_said_loudly_and_retried(caplog: 
 
     controller = Controller("sloppy", CONFIGMAP, reconcile, clock=clock)
     controller.queue.add(ObjectKey("default", "a"))
-    results = []
-    for _ in range(200):
-        for ready in controller.queue.pop_ready():
-            results.append(controller.process(ready))
-            controller.queue.done(ready)
-        clock.advance(0.001)
+    results = drive(controller, clock, rounds=200, step=0.001)
     assert results == ["error", "error", "success"]
     assert "reconcile returned None: return Done() or RequeueAfter(seconds)" in caplog.text

@@ -1,5 +1,6 @@
-"""Fixtures of the hook tests: hook servers run as processes, certificates made with openssl, and
-hooks that are closed after each test."""
+"""Fixtures of the hook tests: hook servers run as processes, certificates made with openssl,
+hooks that are closed after each test, and tests/reconcile/hooks/functions.py's `blocked` ready
+to block; `wrong_answers` calls a hook from several threads at once."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import base64
 import json
 import subprocess
 import sys
+import threading
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ import pytest
 
 from reconcile.hooks import Hook, HookPolicy, build_hook
 from reconcile.patching import clone
+from tests.reconcile.hooks import functions
 
 SERVER_SCRIPT = Path(__file__).resolve().parent / "servers" / "scripted.py"
 
@@ -85,6 +88,36 @@ def plain_fixture() -> Iterator[Server]:
     server = start_server()
     yield server
     server.stop()
+
+
+@pytest.fixture(name="blocked")
+def blocked_fixture() -> Iterator[None]:
+    """`functions.blocked` ready to block, and released (so its thread ends) after the test."""
+    for event in (functions.started, functions.release, functions.finished):
+        event.clear()
+    yield
+    functions.release.set()
+
+
+def wrong_answers(hook: Hook, calls: int, threads: int = 5) -> list[Any]:
+    """The answers to sync requests that were not for their own target, of `calls` requests for
+    targets of their own from each of `threads` threads at once (the hook decorates each target
+    with an attachment `<name>-decorated`)."""
+    wrong: list[Any] = []
+
+    def work(thread: int) -> None:
+        for call in range(calls):
+            name = f"t{thread}-{call}"
+            answer = hook.call(sync_request({**TARGET, "metadata": {"name": name}}))
+            if answer["attachments"][0]["metadata"]["name"] != f"{name}-decorated":
+                wrong.append(answer)
+
+    running = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+    for thread in running:
+        thread.start()
+    for thread in running:
+        thread.join(10)
+    return wrong
 
 
 @pytest.fixture(name="make_hook")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -25,14 +25,6 @@ def samples(metrics: Metrics) -> Samples:
 
 def value(found: Samples, series: str, **labels: str) -> float:
     return found[(series, tuple(sorted(labels.items())))]
-
-
-@pytest.fixture(name="blocked")
-def blocked_fixture() -> Iterator[None]:
-    for event in (functions.started, functions.release, functions.finished):
-        event.clear()
-    yield
-    functions.release.set()
 
 
 def test_webhook_calls_are_counted_by_status_code_and_timed(plain: Server, make_hook: MakeHook) -> None:

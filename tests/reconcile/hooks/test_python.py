@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from reconcile.hooks import Hook, HookConfigError, HookError, HookRefused
 from tests.reconcile.hooks import functions
-from tests.reconcile.hooks.conftest import sync_request
+from tests.reconcile.hooks.conftest import sync_request, wrong_answers
 from tests.waiting import eventually
 
 MakeHook = Callable[..., Hook]
@@ -22,15 +22,6 @@ def python_hook(make_hook: MakeHook, function: str, **fields: Any) -> Hook:
     version = fields.pop("version", None)
     return make_hook({"python": {"function": f"{MODULE}:{function}", **fields},
                       **({"version": version} if version else {})})
-
-
-@pytest.fixture(name="blocked")
-def blocked_fixture() -> Iterator[None]:
-    """`functions.blocked` ready to block, and released (so its thread ends) after the test."""
-    for event in (functions.started, functions.release, functions.finished):
-        event.clear()
-    yield
-    functions.release.set()
 
 
 def test_the_function_answers_the_request(make_hook: MakeHook) -> None:
@@ -159,19 +150,4 @@ def test_close_cancels_a_call_waiting_in_another_thread(make_hook: MakeHook) -> 
 
 
 def test_calls_from_several_threads_each_get_their_own_answer(make_hook: MakeHook) -> None:
-    hook = python_hook(make_hook, "sync")
-    wrong: list[Any] = []
-
-    def work(thread: int) -> None:
-        for call in range(50):
-            name = f"t{thread}-{call}"
-            answer = hook.call(sync_request({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}}))
-            if answer["attachments"][0]["metadata"]["name"] != f"{name}-decorated":
-                wrong.append(answer)
-
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(5)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(10)
-    assert wrong == []
+    assert wrong_answers(python_hook(make_hook, "sync"), calls=50) == []

@@ -13,7 +13,7 @@ import pytest
 
 from reconcile import FakeClock
 from reconcile.hooks import Hook, HookConfigError, HookError, HookRetryAfter
-from tests.reconcile.hooks.conftest import Server, sync_request
+from tests.reconcile.hooks.conftest import Server, sync_request, wrong_answers
 from tests.waiting import eventually
 
 MakeHook = Callable[..., Hook]
@@ -229,22 +229,7 @@ def test_a_stale_keep_alive_connection_is_retried_once_on_a_fresh_one(serve: Cal
 def test_calls_from_several_threads_each_get_their_own_answer(serve: Callable[..., Server],
                                                               make_hook: MakeHook) -> None:
     server = serve("--http11")
-    hook = make_hook(webhook(server.url("/sync")))
-    wrong: list[Any] = []
-
-    def work(thread: int) -> None:
-        for call in range(20):
-            name = f"t{thread}-{call}"
-            answer = hook.call(sync_request({**sync_request()["object"], "metadata": {"name": name}}))
-            if answer["attachments"][0]["metadata"]["name"] != f"{name}-decorated":
-                wrong.append(answer)
-
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(5)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(10)
-    assert wrong == []
+    assert wrong_answers(make_hook(webhook(server.url("/sync"))), calls=20) == []
     assert server.stats()["connections"] <= 5
 
 
