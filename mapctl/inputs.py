@@ -34,9 +34,9 @@ inputs carry on.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from mapctl.context import TERMS, InputKey, MapContext, OutputKind, Settled, identities
 from mapctl.keys import input_reference, map_key, reference, stamp
@@ -51,6 +51,7 @@ from reconcile.outcome import Done, Outcome, RequeueAfter
 from reconcile.selectors import LabelSelector
 
 log = logging.getLogger("porchkit.mapctl")
+T = TypeVar("T")
 
 MIN_RETRY_AFTER = 1.0  # seconds: a 429 without a usable Retry-After must not become a busy loop
 CATCH_UP = 2.0  # seconds after a pass during which a cache that lacks its writes is waited for...
@@ -156,15 +157,10 @@ class InputSync:
         context = self.context
         namespace = key.namespace
         request = map_request(context.controller, parent, key.map_key, source, _groups(observed))
-        try:
-            raw = self._call(context.map_hook, request, key)
-            answer = parse_map_response(raw, namespace=namespace)
-        except HookRetryAfter as busy:
-            if not context.follow_resync:
-                raise MapError(f"map {_describe(key)}: {busy}") from None
-            return "map", RequeueAfter(max(busy.seconds, MIN_RETRY_AFTER)), [], None
-        except (HookError, ResponseError) as err:
-            raise MapError(f"map {_describe(key)}: {err}") from err
+        answer = self._ask("map", context.map_hook, request, key,
+                           lambda raw: parse_map_response(raw, namespace=namespace))
+        if isinstance(answer, RequeueAfter):
+            return "map", answer, [], None
         desired = [_with_namespace(obj, namespace) for obj in answer.outputs]
         kind = context.input_kind(key.group, key.kind)
         assert kind is not None
@@ -188,15 +184,11 @@ class InputSync:
         hook = context.tombstone_hook
         if hook is not None:
             request = tombstone_request(context.controller, parent, key.map_key, _groups(observed))
-            try:
-                raw = self._call(hook, request, key)
-                keep = {_identity(Kind.of(obj), obj) for obj in parse_tombstone_response(raw, namespace=key.namespace)}
-            except HookRetryAfter as busy:
-                if not context.follow_resync:
-                    raise MapError(f"tombstone {_describe(key)}: {busy}") from None
-                return "tombstone", RequeueAfter(max(busy.seconds, MIN_RETRY_AFTER)), [], None
-            except (HookError, ResponseError) as err:
-                raise MapError(f"tombstone {_describe(key)}: {err}") from err
+            answer = self._ask("tombstone", hook, request, key, lambda raw: {
+                _identity(Kind.of(obj), obj) for obj in parse_tombstone_response(raw, namespace=key.namespace)})
+            if isinstance(answer, RequeueAfter):
+                return "tombstone", answer, [], None
+            keep = answer
         doomed = [(kind.child.kind, obj) for kind, obj in detached if _identity(kind.child.kind, obj) not in keep]
         try:
             changes = delete_children(context.cluster, doomed, terms=TERMS)
@@ -206,8 +198,20 @@ class InputSync:
         return "tombstone" if hook is not None else "", None, changes, \
             context.spec.resync_period if kept and hook is not None else None
 
-    def _call(self, hook: Hook, request: dict[str, object], key: InputKey) -> dict[str, object]:
-        return hook.call(request, cache_key=(self.context.parent.kind, key.namespace, key.parent, key.map_key))
+    def _ask(self, name: str, hook: Hook, request: dict[str, object], key: InputKey,
+             parse: Callable[[dict[str, object]], T]) -> T | RequeueAfter:
+        """The hook `name`'s answer for `key`'s input, parsed; or when the hook asks to be called
+        later (429), when: a one-off run, which follows no resync, reports it instead. A hook that
+        fails or answers what cannot be used is a MapError naming the hook and the input."""
+        try:
+            return parse(hook.call(request, cache_key=(self.context.parent.kind, key.namespace, key.parent,
+                                                       key.map_key)))
+        except HookRetryAfter as busy:
+            if not self.context.follow_resync:
+                raise MapError(f"{name} {_describe(key)}: {busy}") from None
+            return RequeueAfter(max(busy.seconds, MIN_RETRY_AFTER))
+        except (HookError, ResponseError) as err:
+            raise MapError(f"{name} {_describe(key)}: {err}") from err
 
     # --- bookkeeping --------------------------------------------------------------------------
 
