@@ -147,13 +147,8 @@ def _ca_bundle(bundle: Mapping[str, Any], field: str, reader: _Reader) -> str:
 
 def _load_client_certificate(context: ssl.SSLContext, client: Mapping[str, Any], field: str,
                              reader: _Reader) -> None:
-    secret_ref = mapping_at(client, "secretRef", field)
-    if secret_ref is None:
-        raise HookConfigError(f"{field}.secretRef", "required: the Secret holding the client certificate and key")
-    cert_key = string_at(client, "certKey", field, default="tls.crt") or "tls.crt"
-    private_key_key = string_at(client, "privateKeyKey", field, default="tls.key") or "tls.key"
-    certificate = reader.secret_value(secret_ref, cert_key, f"{field}.secretRef")
-    private_key = reader.secret_value(secret_ref, private_key_key, f"{field}.secretRef")
+    (cert_key, certificate), (private_key_key, private_key) = _secret_pair(
+        client, field, reader, "the client certificate and key", ("certKey", "tls.crt"), ("privateKeyKey", "tls.key"))
     # ssl can only load a certificate chain from files: keep them in a private directory just
     # long enough to load them.
     with tempfile.TemporaryDirectory(prefix="porchkit-hook-") as directory:
@@ -201,13 +196,8 @@ def _token_header(authorization: Mapping[str, Any], field: str, reader: _Reader)
 
 
 def _basic_header(basic: Mapping[str, Any], field: str, reader: _Reader) -> str:
-    secret_ref = mapping_at(basic, "secretRef", field)
-    if secret_ref is None:
-        raise HookConfigError(f"{field}.secretRef", "required: the Secret holding the username and password")
-    username_key = string_at(basic, "usernameKey", field, default="username") or "username"
-    password_key = string_at(basic, "passwordKey", field, default="password") or "password"
-    username = reader.secret_value(secret_ref, username_key, f"{field}.secretRef")
-    password = reader.secret_value(secret_ref, password_key, f"{field}.secretRef")
+    (username_key, username), (_, password) = _secret_pair(
+        basic, field, reader, "the username and password", ("usernameKey", "username"), ("passwordKey", "password"))
     if b":" in username:
         raise HookConfigError(f"{field}.secretRef", f"the username (key {username_key!r}) must not contain ':'")
     return "Basic " + base64.b64encode(username + b":" + password).decode("ascii")
@@ -215,6 +205,18 @@ def _basic_header(basic: Mapping[str, Any], field: str, reader: _Reader) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Reading Secrets and ConfigMaps
+
+
+def _secret_pair(settings: Mapping[str, Any], field: str, reader: _Reader, holding: str,
+                 *keys: tuple[str, str]) -> list[tuple[str, bytes]]:
+    """The values of two keys of the Secret `settings.secretRef` names (one per (setting, default)
+    of `keys`: the setting names the key), each with its key. HookConfigError when there is no
+    secretRef (the Secret holding `holding`) or a value cannot be read."""
+    secret_ref = mapping_at(settings, "secretRef", field)
+    if secret_ref is None:
+        raise HookConfigError(f"{field}.secretRef", f"required: the Secret holding {holding}")
+    named = [string_at(settings, setting, field, default=default) or default for setting, default in keys]
+    return [(key, reader.secret_value(secret_ref, key, f"{field}.secretRef")) for key in named]
 
 
 class _Reader:
