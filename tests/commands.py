@@ -3,7 +3,8 @@
 `Command("map", "reconcile")` runs `python -m porchkit map reconcile ARGS...` with the test's
 environment (plus `env`); `.timed(...)` also says how many seconds that took, porchkit's start-up
 included: subtract the session fixture `porchkit_start_up` (tests/conftest.py) to bound the
-command's own work by BUDGET.
+command's own work by BUDGET. `deployed_hook_policy(manifest)` is what the manager's command line
+in a shipped Deployment (deploy/) lets hooks do.
 """
 
 from __future__ import annotations
@@ -14,6 +15,12 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+
+import yaml
+
+from porchkit import cli
+from reconcile.cli import hook_policy
+from reconcile.hooks import HookPolicy
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository: where `tests.*` imports from
 BUDGET = 2.0  # seconds beyond porchkit's start-up to report an error known after one try (retrying took 3)
@@ -37,3 +44,14 @@ class Command:
         started = time.perf_counter()
         result = self(*args, cwd=cwd, env=env)
         return result, time.perf_counter() - started
+
+
+def deployed_hook_policy(manifest: str) -> HookPolicy:
+    """The HookPolicy of `porchkit manager` run with the arguments of the one Deployment in
+    deploy/`manifest`."""
+    [deployment] = [doc for doc in yaml.safe_load_all((ROOT / "deploy" / manifest).read_text())
+                    if doc and doc.get("kind") == "Deployment"]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    parser, _ = cli.build_parser("manager")
+    args = parser.parse_args(container["args"])
+    return hook_policy(args.python_hooks, args.secret_namespaces)

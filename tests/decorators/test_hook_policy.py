@@ -20,11 +20,10 @@ import yaml
 
 from decorators.protocol import RESPONSE_SHAPE
 from decorators.spec import DECORATOR_CONTROLLER
-from porchkit import cli
 from reconcile import EmbeddedCluster, ObjectKey
-from reconcile.cli import hook_policy
 from reconcile.cluster import Obj
 from reconcile.hooks import build_hook
+from tests.commands import deployed_hook_policy
 from tests.decorators.attacks import (
     LEAK_MARK,
     REQUEST_KEYS,
@@ -156,12 +155,7 @@ def test_fixing_a_refused_decorator_starts_it_and_makes_it_ready(live: Live) -> 
 
 
 def test_the_shipped_deployment_runs_the_shipped_python_example() -> None:
-    [deployment] = [doc for doc in yaml.safe_load_all((ROOT / "deploy" / "decorators-deployment.yaml").read_text())
-                    if doc and doc.get("kind") == "Deployment"]
-    [container] = deployment["spec"]["template"]["spec"]["containers"]
-    parser, _ = cli.build_parser("manager")
-    args = parser.parse_args(container["args"])
-    policy = hook_policy(args.python_hooks, args.secret_namespaces)
+    policy = deployed_hook_policy("decorators-deployment.yaml")
     example = yaml.safe_load((ROOT / "testdata" / "decorators" / "service-per-pod" / "decoratorcontroller.yaml")
                              .read_text())
     hook = build_hook(example["spec"]["hooks"]["sync"], field="spec.hooks.sync", controller="service-per-pod",

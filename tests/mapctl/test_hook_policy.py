@@ -16,10 +16,9 @@ import pytest
 import yaml
 
 from mapctl.protocol import MAP_SHAPE, TOMBSTONE_SHAPE
-from porchkit import cli
 from reconcile import ObjectKey, conditions
-from reconcile.cli import hook_policy
 from reconcile.hooks import build_hook
+from tests.commands import deployed_hook_policy
 from tests.decorators.attacks import PathTrap, builtins_intact
 from tests.mapctl import pyhooks
 from tests.mapctl.support import (
@@ -103,12 +102,7 @@ def test_a_tombstone_hook_that_would_send_a_token_over_http_is_refused(stage: Ma
 
 
 def test_the_shipped_deployment_runs_the_shipped_python_example() -> None:
-    [deployment] = [doc for doc in yaml.safe_load_all((ROOT / "deploy" / "mapctl-deployment.yaml").read_text())
-                    if doc and doc.get("kind") == "Deployment"]
-    [container] = deployment["spec"]["template"]["spec"]["containers"]
-    parser, _ = cli.build_parser("manager")
-    args = parser.parse_args(container["args"])
-    policy = hook_policy(args.python_hooks, args.secret_namespaces)
+    policy = deployed_hook_policy("mapctl-deployment.yaml")
     example = yaml.safe_load((ROOT / "testdata" / "mapctl" / "snapshotschedule" / "mapcontroller.yaml").read_text())
     for name, shape in (("map", MAP_SHAPE), ("tombstone", TOMBSTONE_SHAPE)):
         hook = build_hook(example["spec"]["hooks"][name], field=f"spec.hooks.{name}", controller="snapshots",
