@@ -1,8 +1,8 @@
 """What the end-to-end tests of DecoratorControllers share: hook servers as processes, and a stage.
 
-* `hook_server` (a fixture) starts a script of tests/decorators/hookservers as a separate
-  `python3` process and gives its port (the script prints it on its first line); every process
-  started is killed after the test.
+* `hook_server` (a fixture, tests.hookprocesses) starts a script of tests/decorators/hookservers
+  as a separate `python3` process and gives its port; every process started is killed after the
+  test.
 * `stage` (a fixture) builds an `EmbeddedCluster` with the DecoratorController CRD and runs a
   manager with the DecoratorControllers' controller on it (`Decorators(manager, Options(...))`),
   as `porchkit manager --controllers decorator` does (with MANAGER_POLICY); it is stopped after
@@ -17,12 +17,8 @@ to use them there.
 
 from __future__ import annotations
 
-import json
 import socket
-import subprocess
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +33,8 @@ from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
 from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
+from tests.hookprocesses import HookServer, hook_servers
 from tests.hookstage import WAIT, HookStage
-from tests.reconcile.support import ScriptProcesses
 from tests.waiting import eventually, settled
 
 HOOKSERVERS = Path(__file__).resolve().parent / "hookservers"
@@ -51,41 +47,7 @@ __all__ = ["DECORATOR_CONTROLLER", "WAIT", "HookServer", "Stage", "closed_port",
            "eventually", "hook_server", "settled", "stage"]
 
 
-@dataclass(frozen=True)
-class HookServer:
-    """A hook script running as a process of its own on 127.0.0.1:`port`."""
-
-    script: str
-    port: int
-    process: subprocess.Popen[str]
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def calls(self) -> dict[str, dict[str, list[float]]]:
-        """faulty.py only: path -> "ns/name" -> the time.monotonic() of each call."""
-        with urllib.request.urlopen(f"http://{self.address}/calls", timeout=5) as answer:
-            found: dict[str, dict[str, list[float]]] = json.loads(answer.read())
-        return found
-
-    def times(self, path: str, target: str) -> list[float]:
-        """faulty.py only: when `target` ("ns/name") was called on `path`."""
-        return self.calls().get(path, {}).get(target, [])
-
-
-@pytest.fixture
-def hook_server(tmp_path: Path) -> Iterator[Callable[[str], HookServer]]:
-    """`start("faulty")` runs hookservers/faulty.py and returns it once it listens. Its stderr goes
-    to `<tmp_path>/<script>.stderr` (a hook call the controller gives up on is a broken pipe there)."""
-    processes = ScriptProcesses(tmp_path)
-
-    def start(script: str) -> HookServer:
-        port, process = processes.start(HOOKSERVERS / f"{script}.py")
-        return HookServer(script, port, process)
-
-    yield start
-    processes.stop()
+hook_server = hook_servers(HOOKSERVERS)
 
 
 class Stage(HookStage[DecoratorInstance]):

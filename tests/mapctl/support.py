@@ -18,12 +18,8 @@ Import the fixtures into a test module (`from tests.mapctl.support import stage`
 
 from __future__ import annotations
 
-import json
-import subprocess
 import time
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +40,9 @@ from reconcile.embedded import EmbeddedCluster
 from reconcile.events import EventRecorder
 from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
+from tests.hookprocesses import HookServer, hook_servers
 from tests.hookstage import WAIT, HookStage
 from tests.mapctl import pyhooks
-from tests.reconcile.support import ScriptProcesses
 from tests.waiting import eventually, step_until
 
 HOOKSERVERS = Path(__file__).resolve().parent / "hookservers"
@@ -146,37 +142,7 @@ def map_controller(name: str, *, map_hook: dict[str, Any], tombstone: dict[str, 
 # --- hook servers --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class HookServer:
-    """A hook script running as a process of its own on 127.0.0.1:`port`."""
-
-    script: str
-    port: int
-    process: subprocess.Popen[str]
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def times(self, path: str, name: str) -> list[float]:
-        """faulty.py only: when the input `name` was answered by `path` (time.monotonic())."""
-        with urllib.request.urlopen(f"http://{self.address}/calls", timeout=5) as answer:
-            found: dict[str, dict[str, list[float]]] = json.loads(answer.read())
-        return found.get(path, {}).get(name, [])
-
-
-@pytest.fixture
-def hook_server(tmp_path: Path) -> Iterator[Callable[[str], HookServer]]:
-    """`start("faulty")` runs hookservers/faulty.py and returns it once it listens (stderr goes to
-    `<tmp_path>/<script>.stderr`)."""
-    processes = ScriptProcesses(tmp_path)
-
-    def start(script: str) -> HookServer:
-        port, process = processes.start(HOOKSERVERS / f"{script}.py")
-        return HookServer(script, port, process)
-
-    yield start
-    processes.stop()
+hook_server = hook_servers(HOOKSERVERS)
 
 
 # --- the stage -----------------------------------------------------------------------------------
