@@ -122,14 +122,21 @@ def test_changes_reach_handlers_exactly_once_in_order(running: Any) -> None:
     assert informer.get(ObjectKey("default", "a")) is None
 
 
-def test_a_watch_cut_mid_stream_resumes_without_losing_or_repeating_an_event(running: Any) -> None:
-    cluster = EmbeddedCluster()
-    flaky = FlakyWatches(cluster, every=3)
+def flaky_informer(cluster: EmbeddedCluster, running: Any, *, every: int) -> tuple[FlakyWatches, Informer, Recorder]:
+    """A running informer of ConfigMaps whose watch breaks after every `every` events (retried at
+    once), and a Recorder of what it hands on."""
+    flaky = FlakyWatches(cluster, every=every)
     informer = Informer(flaky, CONFIGMAP)  # type: ignore[arg-type]
     informer.backoff.first = 0.001
     recorder = Recorder()
     informer.add_handler(recorder)
     running(informer)
+    return flaky, informer, recorder
+
+
+def test_a_watch_cut_mid_stream_resumes_without_losing_or_repeating_an_event(running: Any) -> None:
+    cluster = EmbeddedCluster()
+    flaky, informer, recorder = flaky_informer(cluster, running, every=3)
     for i in range(20):
         cluster.create(configmap(f"cm{i}"))
     eventually(lambda: len(recorder.changes) == 20)
@@ -141,12 +148,7 @@ def test_a_watch_cut_mid_stream_resumes_without_losing_or_repeating_an_event(run
 
 def test_an_expired_resource_version_triggers_exactly_one_relist(running: Any) -> None:
     cluster = EmbeddedCluster()
-    flaky = FlakyWatches(cluster, every=1)
-    informer = Informer(flaky, CONFIGMAP)  # type: ignore[arg-type]
-    informer.backoff.first = 0.001
-    recorder = Recorder()
-    informer.add_handler(recorder)
-    running(informer)
+    flaky, informer, recorder = flaky_informer(cluster, running, every=1)
     flaky.gone_once = True
     cluster.create(configmap("a"))
     eventually(lambda: [n for _, n, _ in recorder.changes] == ["a"])
