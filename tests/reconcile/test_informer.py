@@ -126,7 +126,7 @@ def flaky_informer(cluster: EmbeddedCluster, running: Any, *, every: int) -> tup
     """A running informer of ConfigMaps whose watch breaks after every `every` events (retried at
     once), and a Recorder of what it hands on."""
     flaky = FlakyWatches(cluster, every=every)
-    informer = Informer(flaky, CONFIGMAP)  # type: ignore[arg-type]
+    informer = Informer(flaky, CONFIGMAP)
     informer.backoff.first = 0.001
     recorder = Recorder()
     informer.add_handler(recorder)
