@@ -235,10 +235,10 @@ class _Splicer:
         write()
         several = len(self.out) - start > 1
         eol = self.shape.eols.get(path)
-        if eol is not None and several:
-            self.out.insert(start, " " * column + eol.lstrip(" \t"))
-        elif eol is not None:
+        if eol is not None and (not several or _opens_block(self.out[start])):
             self.out[start] += eol
+        elif eol is not None:  # after `|` or `- a: 1` it would say something else, or nothing
+            self.out.insert(start, " " * column + eol.lstrip(" \t"))
         last = self.shape.lasts.get(path)
         if last is not None:
             for line in self.lines[last + 1 : span[1]]:
@@ -275,6 +275,11 @@ def _counterpart(child: Any, old: list[Any], index: int) -> int | None:
             return index
         return next((n for n, o in enumerate(old) if isinstance(o, dict) and o.get("name") == name), None)
     return index if index < len(old) else None
+
+
+def _opens_block(line: str) -> bool:
+    """Whether `line` is a `key:` whose value is a block below it."""
+    return line.endswith(":") and not line.lstrip(" ").startswith("-")
 
 
 def _same_key(mapping: dict[Any, Any], key: Any) -> bool:

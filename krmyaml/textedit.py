@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -263,7 +264,8 @@ def _write(body: str, node: Node | None, data: Any, edited: Any, origin: dict[in
         except _ownership.Unsupported:
             shape = None
         if shape is not None:
-            text = _join(splice_block(edited, shape, style=style, origin=origin), crlf, final_newline)
+            kept = {id(line) for line in (lines if final_newline else lines[:-1])}
+            text = _join(splice_block(edited, shape, style=style, origin=origin), crlf, final_newline, kept)
             if _reads_as(text, edited):
                 return text
     if isinstance(edited, dict | list) and edited:
@@ -273,10 +275,11 @@ def _write(body: str, node: Node | None, data: Any, edited: Any, origin: dict[in
     return _join(out, crlf, final_newline)
 
 
-def _join(lines: list[str], crlf: bool, final_newline: bool) -> str:
-    """Lines (copied ones keep their "\r") as one text in the file's line ends."""
+def _join(lines: list[str], crlf: bool, final_newline: bool, kept: AbstractSet[int] = frozenset()) -> str:
+    """Lines as one text in the file's line ends; the lines copied from it (their ids in `kept`)
+    keep their own ("\r" or not)."""
     if crlf:
-        lines = [line if line.endswith("\r") else line + "\r" for line in lines]
+        lines = [line if line.endswith("\r") or id(line) in kept else line + "\r" for line in lines]
         if lines and not final_newline:
             lines[-1] = lines[-1].removesuffix("\r")
     return "\n".join(lines) + ("\n" if final_newline and lines else "")

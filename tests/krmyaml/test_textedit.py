@@ -52,6 +52,10 @@ def test_a_crlf_document_keeps_crlf_on_every_line_including_the_new_ones() -> No
     )
 
 
+def test_a_file_mixing_line_ends_keeps_each_lines_own_and_new_lines_take_the_majoritys() -> None:
+    assert edit_document("a: 1\r\nb: 2\nc: 3\r\n", setting("d", 4)) == "a: 1\r\nb: 2\nc: 3\r\nd: 4\r\n"
+
+
 def test_trailing_whitespace_and_tabs_on_untouched_lines_are_kept() -> None:
     text = "kind: ConfigMap\t\nmetadata:   \n  name: x  \ndata:\n  a: b\n"
     assert edit_document(text, setting("a", "z", "data")) == (
@@ -170,6 +174,10 @@ def test_the_style_of_a_file_is_detected(text: str, style: Style) -> None:
 def test_emptying_a_block_with_a_comment_on_its_key_keeps_the_comment_after_the_brackets() -> None:
     text = "data: # the settings\n  a: b\nnext: 1\n"
     assert edit_document(text, removing("a", "data")) == "data: {} # the settings\nnext: 1\n"
+
+
+def test_a_key_whose_null_becomes_a_block_keeps_its_comment_on_its_line() -> None:
+    assert edit_document("data: ~ # c\nn: 1\n", setting("data", {"a": 1})) == "data: # c\n  a: 1\nn: 1\n"
 
 
 def test_emptying_a_sequence_with_a_comment_on_its_key_gives_valid_yaml() -> None:
