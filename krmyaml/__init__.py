@@ -7,8 +7,8 @@ refused) and bounded cost (aliases, depth); `manifests` reads manifests from fil
 and stdin, and never skips anything silently. Every problem is one `YamlError` naming the file and,
 for YAML, the line. `roundtrip` reads objects so that what a function did not change is written
 back verbatim (krmfn's ResourceLists), and `textedit` edits YAML files as text, keeping comments
-and layout (porchvariant's package mutations). Depends on PyYAML (libyaml), ruamel.yaml (textedit
-only) and the standard library.
+and layout (porchvariant's package mutations), with the same splicer and writer. Depends on PyYAML
+(libyaml) and the standard library.
 
 The names below are loaded on first use: a kpt function imports `krmyaml.roundtrip` and reads
 block-style YAML without loading PyYAML at all.

@@ -118,11 +118,13 @@ _ESCAPES = {
 }  # fmt: skip
 
 
-def plain_safe(text: str, *, flow: bool = False) -> bool:
+def plain_safe(text: str, *, flow: bool = False, exact: bool = False) -> bool:
     """True if `text` can be written as a plain scalar and every YAML reader reads it back as
     this very string: no bool, null, number, timestamp, merge key or syntax of YAML 1.1 or 1.2.
 
-    `flow=True` asks the stricter question for a scalar inside `[...]` or `{...}`.
+    `flow=True` asks the stricter question for a scalar inside `[...]` or `{...}`. `exact=True`
+    quotes only what YAML 1.1's or 1.2's resolver would really read otherwise (`8Gi` stays plain,
+    as go-yaml writes it) instead of everything that starts like a number.
     """
     if _SIMPLE.fullmatch(text):
         return text.lower() not in _WORDS_11
@@ -136,9 +138,18 @@ def plain_safe(text: str, *, flow: bool = False) -> bool:
         return False
     if flow and (":" in text or any(c in _FLOW_INDICATORS for c in text)):
         return False
-    if _NUMBERISH.match(text) or text in ("<<", "="):
+    if exact and _YAML11_NOT_STRING.fullmatch(text) or not exact and _NUMBERISH.match(text) or text in ("<<", "="):
         return False
     return resolve_plain(text) is text
+
+
+# What PyYAML's (YAML 1.1) resolver reads as an int, a float or a timestamp (its resolver.py).
+_YAML11_NOT_STRING = re.compile(
+    r"[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+"
+    r"|[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+    r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
+    r"|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:(?:[Tt]|[ \t]+).*)?"
+)
 
 
 def scalar_text(value: Any, *, flow: bool = False) -> str:

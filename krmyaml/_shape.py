@@ -11,8 +11,13 @@ When the item was read by the line parser, the shape also knows where every bloc
 is (`spans`, `columns`), and `_splice.py` copies the lines of every entry that did not change,
 comments included, instead of writing it anew.
 
-Shapes are built on demand, only for edited items: `_blockparse.py` and `_libyaml.py` both fill
-one when asked.
+A package file edited through `textedit` has a shape that also says which comment lines belong
+to which entry (`_ownership.py`): an entry's span then starts at the comment lines above it
+(`firsts` holds the line of its content) and ends after the lines indented deeper than it that
+follow it; `feet` holds the comment lines that end a block.
+
+Shapes are built on demand, only for edited items: `_blockparse.py`, `_libyaml.py` and
+`_ownership.py` fill one when asked.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ class Shape:
     (A plain class: a dataclass would cost every function's start-up the import of `dataclasses`.)
     """
 
-    __slots__ = ("value", "raw", "keys", "flow", "lines", "spans", "columns")
+    __slots__ = ("value", "raw", "keys", "flow", "lines", "spans", "columns", "firsts", "lasts", "feet", "eols",
+                 "aliases")
 
     def __init__(self, value: Any = None) -> None:
         self.value = value  # the item exactly as read: the reference for "unchanged"
@@ -40,3 +46,9 @@ class Shape:
         self.lines: list[str] | None = None  # the source lines that spans index
         self.spans: dict[Path, tuple[int, int]] = {}  # entry -> [first, end) lines
         self.columns: dict[Path, int] = {}  # block collection -> its entries' column
+        # Only with comment ownership (textedit), for entries whose span starts with comment lines:
+        self.firsts: dict[Path, int] = {}  # entry -> its first line of content (key or dash line)
+        self.lasts: dict[Path, int] = {}  # entry -> its last line of content
+        self.feet: dict[Path, tuple[int, int]] = {}  # block collection -> the comment lines ending it
+        self.eols: dict[Path, str] = {}  # entry -> the comment at the end of its first line, spaces before
+        self.aliases: dict[Path, Path] = {}  # entry whose value is an alias -> the anchored node's path

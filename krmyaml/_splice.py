@@ -17,77 +17,106 @@ the item after the function edited it, walk the new value beside the value as re
 Deleted entries are left out, and with them any comment inside them. Comment lines between two
 entries belong to neither and are not copied (kpt puts them back from its copy of the input).
 Items read by libyaml (anchors, flow style, ...) have no spans and are written by `_emit.py`.
+
+A package file edited through `textedit` is spliced with comment ownership (its shape comes from
+`_ownership.py`) and in the file's `Style`. Then an entry's comment lines go wherever the entry
+goes and a block's closing comments stay with the block; a rewritten entry keeps the comment lines
+above it, the comment at the end of its line (above it, if its new value takes several lines) and
+the deeper comment lines below it; a new string in a list whose strings are all quoted alike is
+quoted alike. List elements are matched by what the edit did to them: `origin` says where each
+mapping and list of the edited value was read from, so an element kept (`replace_items`) keeps its
+lines, a new one is new, and a scalar continues an old equal one, else the one at its position.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from krmyaml._emit import Writer, emit_block
 from krmyaml._scalars import same_value
 from krmyaml._shape import Path, Shape
+from krmyaml._style import Style
 from krmyaml.roundtrip import fingerprint
 
 _MISSING: Any = object()
 _NEW: Any = object()  # in a path: a list element with no counterpart in the original
 
 
-def splice_block(value: dict[Any, Any] | list[Any], shape: Shape) -> list[str]:
+def splice_block(
+    value: dict[Any, Any] | list[Any],
+    shape: Shape,
+    *,
+    style: Style | None = None,
+    origin: dict[int, Path] | None = None,
+) -> list[str]:
     """Lines for `value`, the edited version of the node `shape` describes (its root at `()`).
 
-    The shape must come from the line parser (`shape.lines` set). Raises UnwritableValue, as
-    `_emit.emit_block` does, for values YAML cannot carry.
+    The shape must know its lines (`shape.lines` set). With `origin` (id of each mapping and list
+    of `value` -> its path as read), comments are spliced as textedit promises (module doc).
+    Raises UnwritableValue, as `_emit.emit_block` does, for values YAML cannot carry.
     """
-    splicer = _Splicer(shape)
+    splicer = _Splicer(shape, style, origin)
     column = shape.columns[()]
     if isinstance(value, dict) and type(shape.value) is dict:
         splicer.mapping(value, shape.value, (), column, None)
     elif isinstance(value, list) and type(shape.value) is list:
         splicer.sequence(value, shape.value, (), column)
     else:  # pragma: no cover - callers pass the kind of node they read
-        return emit_block(value)
+        return emit_block(value, style=style)
     return splicer.out
 
 
 class _Splicer:
-    __slots__ = ("lines", "spans", "columns", "out", "writer")
+    __slots__ = ("lines", "spans", "columns", "out", "writer", "shape", "origin")
 
-    def __init__(self, shape: Shape) -> None:
+    def __init__(self, shape: Shape, style: Style | None = None, origin: dict[int, Path] | None = None) -> None:
         assert shape.lines is not None
         self.lines, self.spans, self.columns = shape.lines, shape.spans, shape.columns
+        self.shape, self.origin = shape, origin
         self.out: list[str] = []
-        self.writer = Writer(shape, self.out)
+        self.writer = Writer(shape, self.out, style=style)
 
     def mapping(self, value: dict[Any, Any], old: dict[Any, Any], path: Path, column: int, first: str | None) -> None:
         """Entries at `column`; the first line starts with `first` instead, if given."""
-        lines, out = self.lines, self.out
+        out = self.out
         start = len(out)
+        owned = self.origin is not None
         for key, child in value.items():
             child_path = path + (key,)
             # Only string keys: with others, 1 and True would find each other's spans.
-            old_child = old.get(key, _MISSING) if type(key) is str else _MISSING
+            known = key in old and (type(key) is str or owned and _same_key(old, key))
+            old_child = old[key] if known else _MISSING
             span = self.spans.get(child_path) if old_child is not _MISSING else None
             if span is None:
                 self.writer.entry(key, child, child_path, old_child, column)
-            elif _same(child, old_child):
-                line = lines[span[0]]
-                out.append(line if not line[:column].strip() else " " * column + line[column:])
-                if span[1] > span[0] + 1:
-                    out.extend(lines[span[0] + 1 : span[1]])
+            elif self._kept(child, old_child, child_path):
+                self._copy(child_path, span, column)
             elif _block_pair(child, old_child) and child_path in self.columns:
-                self.out.append(self._first_line(span[0], column))
+                self._head(child_path, span)
+                out.append(self._first_line(self._first(child_path, span), column))
                 self._nested(child, old_child, child_path)
             else:
-                self.writer.entry(key, child, child_path, old_child, column)
-        if first is not None and len(self.out) > start:
-            self.out[start] = first + self.out[start][column:]
+                write = partial(self.writer.entry, key, child, child_path, old_child, column)
+                self._rewrite(child_path, span, column, write)
+        if first is not None and len(out) > start:
+            line = out[start]
+            if line.lstrip(" ").startswith("#") or not line.strip():  # a comment line now opens the item
+                out[start] = first + line.lstrip(" ") if line.strip() else first.rstrip()
+            else:
+                out[start] = first + line[column:]
+        self._foot(path)
 
     def sequence(self, value: list[Any], old: list[Any], path: Path, column: int) -> None:
         """Entries with their dashes at `column`."""
+        if self.origin is not None:
+            self._owned_sequence(value, old, path, column)
+            return
         moved: dict[bytes, int] | None = None
         for index, child in enumerate(value):
             if index < len(old) and path + (index,) in self.spans and _same(child, old[index]):
-                self._copy(self.spans[path + (index,)], column)
+                self._copy(path + (index,), self.spans[path + (index,)], column)
                 continue
             if moved is None:
                 moved = {}
@@ -97,7 +126,7 @@ class _Splicer:
                         moved.setdefault(old_print, number)
             was = moved.get(fingerprint(child) or b"")
             if was is not None and path + (was,) in self.spans:
-                self._copy(self.spans[path + (was,)], column)
+                self._copy(path + (was,), self.spans[path + (was,)], column)
                 continue
             counterpart = _counterpart(child, old, index)
             if counterpart is None:  # a new element: nothing of the old list may leak into it
@@ -110,15 +139,58 @@ class _Splicer:
             else:
                 self.writer.item(child, old_path, old_child, column)
 
+    def _owned_sequence(self, value: list[Any], old: list[Any], path: Path, column: int) -> None:
+        """Entries with their dashes at `column`, matched to the old ones by `origin` (module doc)."""
+        quote = self.writer.common_quote(old, path)
+        for index, (child, was) in enumerate(zip(value, self._matches(value, old, path), strict=True)):
+            if was is None:
+                self.writer.item(child, path + (_NEW, index), _MISSING, column, quote)
+                continue
+            old_path, old_child = path + (was,), old[was]
+            span = self.spans[old_path]
+            if self._kept(child, old_child, old_path):
+                self._copy(old_path, span, column)
+            elif _block_pair(child, old_child) and isinstance(child, dict):
+                self._element(child, old_child, old_path, span, column)
+            else:
+                self._rewrite(old_path, span, column, partial(self.writer.item, child, old_path, old_child, column))
+        self._foot(path)
+
+    def _matches(self, value: list[Any], old: list[Any], path: Path) -> list[int | None]:
+        """For each element of `value`, the index of the old element it continues, or None."""
+        origin = self.origin or {}
+        matches: list[int | None] = [None] * len(value)
+        claimed: set[int] = set()
+        for index, child in enumerate(value):
+            where = origin.get(id(child)) if isinstance(child, dict | list) else None
+            if where is not None and where[:-1] == path and where[-1] not in claimed:
+                matches[index] = where[-1]
+                claimed.add(where[-1])
+        scalars = [index for index, child in enumerate(value) if not isinstance(child, dict | list)]
+        for rule in ("same place", "same value", "same place, changed"):
+            for index in scalars:
+                if matches[index] is not None:
+                    continue
+                candidates = range(len(old)) if rule == "same value" else range(index, min(index + 1, len(old)))
+                for number in candidates:
+                    if number in claimed or isinstance(old[number], dict | list):
+                        continue
+                    if rule == "same place, changed" or same_value(value[index], old[number]):
+                        matches[index] = number
+                        claimed.add(number)
+                        break
+        return matches
+
     def _element(
         self, child: dict[Any, Any], old: dict[Any, Any], path: Path, span: tuple[int, int], column: int
     ) -> None:
         """A mapping in a list whose entries changed: keep its dash line if it holds only a comment."""
         inner = self.columns.get(path)
         if inner is None:
-            self.writer.item(child, path, old, column)
+            self._rewrite(path, span, column, partial(self.writer.item, child, path, old, column))
             return
-        dash_line = self.lines[span[0]]
+        self._head(path, span)
+        dash_line = self.lines[self._first(path, span)]
         rest = dash_line[column + 1 :].strip()
         if not rest or rest.startswith("#"):  # `- # head comment`: the mapping starts below
             self.out.append(dash_line)
@@ -132,9 +204,47 @@ class _Splicer:
         else:
             self.sequence(child, old, path, self.columns[path])
 
-    def _copy(self, span: tuple[int, int], column: int) -> None:
-        self.out.append(self._first_line(span[0], column))
-        self.out.extend(self.lines[span[0] + 1 : span[1]])
+    def _kept(self, child: Any, old: Any, path: Path) -> bool:
+        """Whether an entry's old lines still say what it holds (an alias still refers to its anchor)."""
+        if self.origin is not None and path in self.shape.aliases and isinstance(child, dict | list):
+            return self.origin.get(id(child)) == self.shape.aliases[path]
+        return _same(child, old)
+
+    def _first(self, path: Path, span: tuple[int, int]) -> int:
+        """An entry's first line of content (its span may start with its comment lines)."""
+        return self.shape.firsts.get(path, span[0])
+
+    def _head(self, path: Path, span: tuple[int, int]) -> None:
+        self.out.extend(self.lines[span[0] : self._first(path, span)])
+
+    def _foot(self, path: Path) -> None:
+        foot = self.shape.feet.get(path)
+        if foot is not None:
+            self.out.extend(self.lines[foot[0] : foot[1]])
+
+    def _copy(self, path: Path, span: tuple[int, int], column: int) -> None:
+        first = self._first(path, span)
+        self.out.extend(self.lines[span[0] : first])
+        self.out.append(self._first_line(first, column))
+        self.out.extend(self.lines[first + 1 : span[1]])
+
+    def _rewrite(self, path: Path, span: tuple[int, int], column: int, write: Callable[[], None]) -> None:
+        """An entry written anew by `write`, with the comments it owns (module doc)."""
+        self._head(path, span)
+        start = len(self.out)
+        write()
+        several = len(self.out) - start > 1
+        eol = self.shape.eols.get(path)
+        if eol is not None and (not several or _opens_block(self.out[start])):
+            self.out[start] += eol
+        elif eol is not None:  # after `|` or `- a: 1` it would say something else, or nothing
+            self.out.insert(start, " " * column + eol.lstrip(" \t"))
+        last = self.shape.lasts.get(path)
+        if last is not None:
+            for line in self.lines[last + 1 : span[1]]:
+                depth = len(line) - len(line.lstrip(" "))
+                # deeper, they could be read into a block the new value ends with
+                self.out.append(" " * min(depth, column) + line.lstrip(" ") if several and line.strip() else line)
 
     def _first_line(self, number: int, column: int) -> str:
         """An entry's first line, with whatever preceded the entry on it (a `- `) made spaces."""
@@ -165,6 +275,16 @@ def _counterpart(child: Any, old: list[Any], index: int) -> int | None:
             return index
         return next((n for n, o in enumerate(old) if isinstance(o, dict) and o.get("name") == name), None)
     return index if index < len(old) else None
+
+
+def _opens_block(line: str) -> bool:
+    """Whether `line` is a `key:` whose value is a block below it."""
+    return line.endswith(":") and not line.lstrip(" ").startswith("-")
+
+
+def _same_key(mapping: dict[Any, Any], key: Any) -> bool:
+    """Whether `mapping` holds `key` itself, not just a key Python finds equal (1 and true)."""
+    return any(type(existing) is type(key) for existing in mapping if existing == key)
 
 
 def _block_pair(new: Any, old: Any) -> bool:

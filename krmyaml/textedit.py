@@ -11,44 +11,42 @@ What this module promises:
   as it was; only a document whose data changed is written out again.
 * A multi-document file is cut into its documents (`split_documents`), and each is edited on its
   own, so the documents nobody touched keep their text byte for byte.
-* In a document that is written out again, every line the edit did not change is the line as it
-  was (trailing whitespace, CRLF, tabs, alignment and all: _textmerge.py). The lines it did change
-  follow the file's style (_editstyle.py): its indentation, sequence style, spelling of null and
-  preferred quote; long strings are never wrapped; a `---` line and anything after `...` are kept.
+* In a document that is written out again, every entry whose data the edit did not change keeps
+  its lines as they were (trailing whitespace, CRLF, tabs, alignment, its own indentation and
+  sequence style and all). The lines an edit adds follow the file's style (`_style.py`): its
+  indentation, sequence style, spelling of null and preferred quote; a changed string keeps its
+  quotes; long strings are never wrapped; a `---` line and anything after `...` are kept.
 * A comment on a line of its own belongs to the node after it (the last one in a block belongs to
   the block), so removing, adding or reordering entries with the helpers below takes each comment
-  along with the entry it describes (_editcomments.py does this bookkeeping on ruamel's structures).
+  along with the entry it describes (`_ownership.py` decides whose each line is).
 
-`load_fast` is the read-only path: libyaml through PyYAML's C loader, with the YAML 1.2 core schema
-that Go's yaml.v3 and ruamel.yaml use (`yes` and `on` are strings, `0o17` is an int, dates stay
-strings), for scanning files that may not need editing at all. ruamel.yaml is about thirty times
-slower, so it only ever sees the documents that are about to change.
+The edit works on plain data (dicts, lists, str, int, float, bool, None), read with the YAML 1.2
+core schema that Go's yaml.v3 uses, and the document is written by the same splicer and writer that
+krmfn writes edited resources with (`_splice.py`, `_emit.py`). A layout the splicer cannot place
+(or a result that would not read back as the edited data) is written anew in the file's style.
+
+`load_fast` is the read-only path: libyaml through PyYAML's C loader (`yes` and `on` are strings,
+`0o17` is an int, dates stay strings), for scanning files that may not need editing at all.
 """
 
 from __future__ import annotations
 
-import io
+import copy
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import YAMLError
-from ruamel.yaml.scalarbool import ScalarBoolean
-from ruamel.yaml.scalarstring import (
-    DoubleQuotedScalarString,
-    FoldedScalarString,
-    LiteralScalarString,
-    ScalarString,
-    SingleQuotedScalarString,
-)
+from yaml.nodes import Node
 
-from krmyaml import _editcomments, _editstyle, _textmerge, schema
-from krmyaml._editstyle import Style, detect_style
-from krmyaml.errors import YamlError
+from krmyaml import _ownership, schema
+from krmyaml._emit import emit_block
+from krmyaml._shape import Path
+from krmyaml._splice import splice_block
+from krmyaml._style import Style, detect_style
+from krmyaml.errors import UnwritableValue, YamlError
 
 __all__ = [
     "Style",
@@ -61,9 +59,9 @@ __all__ = [
     "remove_key",
     "replace_items",
     "same_data",
+    "scalar_span",
     "set_key",
     "split_documents",
-    "to_plain",
 ]
 
 
@@ -88,8 +86,27 @@ def load_fast(text: str, *, first_line: int = 1) -> list[Any]:
 
     Raises YamlTextError; `first_line` is the line number of `text` in its file, for the message.
     """
+    return _reading(lambda: list(yaml.load_all(text, Loader=_PackageLoader)), first_line)
+
+
+def _compose(text: str, first_line: int) -> tuple[Node | None, Any]:
+    """The single document of `text`: its node graph and its data, read as `load_fast` reads it."""
+
+    def read() -> tuple[Node | None, Any]:
+        loader = _PackageLoader(text)
+        try:
+            node = loader.get_single_node()
+            return node, None if node is None else loader.construct_document(node)
+        finally:
+            loader.dispose()
+
+    return _reading(read, first_line)
+
+
+def _reading(read: Callable[[], Any], first_line: int) -> Any:
+    """read(), with the reader's errors as YamlTextError (lines counted from `first_line`)."""
     try:
-        return list(yaml.load_all(text, Loader=_PackageLoader))
+        return read()
     except yaml.MarkedYAMLError as err:
         line = err.problem_mark.line + first_line if err.problem_mark else first_line
         raise YamlTextError(f"yaml: line {line}: {_problem(err.problem or err.context)}") from err
@@ -194,28 +211,31 @@ def _cut(document: str) -> _Parts:
 
 
 def edit_document(document: str, edit: Callable[[Any], None], *, style: Style | None = None) -> str:
-    """Run `edit` on the round-trip data of one document's text and give back the new text.
+    """Run `edit` on the data of one document's text and give back the new text.
 
     `edit` changes the data in place (use `set_key`, `remove_key`, `replace_items` for anything
-    that adds, removes or reorders entries, so comments stay with their entries); it may be run
-    more than once, each time on freshly read data. When the data is the same afterwards,
-    `document` itself is returned. `style` defaults to the document's own.
+    that adds, removes or reorders entries, so comments stay with their entries). When the data is
+    the same afterwards, `document` itself is returned. `style` defaults to the document's own.
     Raises YamlTextError if the text is not YAML.
     """
     parts = _cut(document)
-    first = style or detect_style(document)
-    fallback = ""
-    for candidate in _styles_to_try(first):
-        edited = _Edited.run(parts, edit, candidate)
-        if edited is None:
-            return document
-        body = _textmerge.carry_over(parts.body, edited.read, edited.unedited, edited.text)
-        if _same_fast(body, edited.text):
-            return parts.head + body + parts.tail
-        # Original lines beside new ones indented otherwise can change what a block holds; a block
-        # written in the file's minority style is kept when the new lines are written in its style.
-        fallback = fallback or _textmerge.carry_over(parts.body, edited.read, "", edited.text)
-    return parts.head + fallback + parts.tail
+    bom = "\ufeff" if parts.body.startswith("\ufeff") else ""
+    body = parts.body[len(bom):]
+    node, data = _compose(body, 1 + parts.head.count("\n"))
+    try:
+        edited, origin = _copy(data)
+    except RecursionError as err:
+        raise YamlTextError(f"yaml: {TOO_DEEP}") from err
+    edit(edited)
+    if same_data(data, edited):
+        return document
+    try:
+        text = _write(body, node, data, edited, origin, style or detect_style(document))
+    except RecursionError as err:
+        raise YamlTextError(f"yaml: {TOO_DEEP}") from err
+    except UnwritableValue as err:
+        raise YamlTextError(f"yaml: {err}") from err
+    return parts.head + bom + text + parts.tail
 
 
 def edit_file_document(text: str, index: int, edit: Callable[[Any], None]) -> str:
@@ -227,115 +247,76 @@ def edit_file_document(text: str, index: int, edit: Callable[[Any], None]) -> st
     return "".join(documents)
 
 
-def _styles_to_try(style: Style) -> list[Style]:
-    """`style`, then the other sequence style, then the other common mapping indentation."""
-    out = [style]
-    for indent in (style.mapping_indent, 4 if style.mapping_indent == 2 else 2):
-        for compact in (style.dash_offset == 0, style.dash_offset != 0):
-            candidate = replace(style, mapping_indent=indent, dash_offset=0 if compact else indent)
-            if candidate not in out:
-                out.append(candidate)
-    return out
+# Line breaks other than "\n" and "\r\n", which libyaml counts as lines and str.split("\n") does not.
+_OTHER_BREAKS = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
 
 
-@dataclass(frozen=True, slots=True)
-class _Edited:
-    """One run of an edit: the text ruamel read, and its rendering before and after the edit."""
+def _write(body: str, node: Node | None, data: Any, edited: Any, origin: dict[int, Path], style: Style) -> str:
+    """The document `body` (read as `node` and `data`) written to hold `edited`: spliced, else anew."""
+    final_newline = body.endswith("\n") or not body
+    crlf = body.count("\r\n") * 2 >= body.count("\n") > 0
+    if node is not None and not _OTHER_BREAKS.search(body):
+        lines = body.split("\n")
+        if final_newline:
+            lines.pop()
+        try:
+            shape = _ownership.build(node, data, body, lines)
+        except _ownership.Unsupported:
+            shape = None
+        if shape is not None:
+            kept = {id(line) for line in (lines if final_newline else lines[:-1])}
+            text = _join(splice_block(edited, shape, style=style, origin=origin), crlf, final_newline, kept)
+            if _reads_as(text, edited):
+                return text
+    if isinstance(edited, dict | list) and edited:
+        out = emit_block(edited, style=style)
+    else:
+        out = ["\n".join(emit_block([edited], style=style))[2:]]
+    return _join(out, crlf, final_newline)
 
-    read: str
-    unedited: str
-    text: str
 
-    @staticmethod
-    def run(parts: _Parts, edit: Callable[[Any], None], style: Style) -> _Edited | None:
-        """The edit's result in `style`, or None if it leaves the data as it was."""
-        engine = _editstyle.engine(style)
-        read, data = _load_round_trip(engine, parts)
-        before = to_plain(data)
-        _editcomments.settle(data)
-        unedited = _dump(engine, data)
-        edit(data)
-        after = to_plain(data)
-        if same_data(before, after):
-            return None
-        _editcomments.tidy(data)
-        return _Edited(read, unedited, _dump(engine, data))
+def _join(lines: list[str], crlf: bool, final_newline: bool, kept: AbstractSet[int] = frozenset()) -> str:
+    """Lines as one text in the file's line ends; the lines copied from it (their ids in `kept`)
+    keep their own ("\r" or not)."""
+    if crlf:
+        lines = [line if line.endswith("\r") or id(line) in kept else line + "\r" for line in lines]
+        if lines and not final_newline:
+            lines[-1] = lines[-1].removesuffix("\r")
+    return "\n".join(lines) + ("\n" if final_newline and lines else "")
 
 
-def _load_round_trip(engine: YAML, parts: _Parts) -> tuple[str, Any]:
-    """(the text ruamel read, its data): the body with LF line ends, and if ruamel rejects tabs
-    that YAML allows as separators (`key:<tab>value`, `value<tab># comment`), with those tabs
-    turned into spaces, provided that reads as the same data. Raises YamlTextError, also for
-    nesting deeper than ruamel's recursion reaches (a few hundred levels, where libyaml allows 1,000)."""
-    read = parts.body.replace("\r\n", "\n")
+def _reads_as(text: str, data: Any) -> bool:
     try:
-        return read, engine.load(read)
-    except RecursionError as err:
-        raise YamlTextError(f"yaml: {TOO_DEEP}") from err
-    except YAMLError as err:
-        untabbed = read.replace("\t", " ")
-        if "\t" in read and _same_fast(untabbed, read):
-            try:
-                return untabbed, engine.load(untabbed)
-            except YAMLError:
-                pass
-        raise _ruamel_error(err, parts) from err
-    except Exception as err:
-        # ruamel's constructors crash on some scalars that are not what their tag says (IndexError
-        # for `!!int` without digits, KeyError for `!!bool maybe`): the fast loader refuses those, in
-        # words. A ValueError is an integer longer than int() converts, even one the fast loader
-        # reads (`000…0` is octal to it, and Python converts octal at any length). Anything else is a bug.
-        load_fast(read, first_line=1 + parts.head.count("\n"))
-        if isinstance(err, ValueError):
-            raise YamlTextError(f"yaml: {str(err).split(';')[0]}") from err
-        raise
-
-
-def _same_fast(a: str, b: str) -> bool:
-    """Whether two texts read as the same data (both by the fast loader, so that they are read alike)."""
-    try:
-        return same_data(load_fast(a), load_fast(b))
+        documents = load_fast(text)
     except YamlTextError:
         return False
+    return len(documents) == 1 and same_data(documents[0], data)
 
 
-def _dump(engine: YAML, data: Any) -> str:
-    """`data` written by ruamel; YamlTextError if it is nested deeper than ruamel's recursion reaches."""
-    out = io.StringIO()
-    try:
-        engine.dump(data, out)
-    except RecursionError as err:
-        raise YamlTextError(f"yaml: {TOO_DEEP}") from err
-    return out.getvalue()
+def _copy(data: Any) -> tuple[Any, dict[int, Path]]:
+    """A copy of `data` for the edit (shared parts stay shared), and where each of its mappings and
+    lists was read from, by id (the originals stay alive in `data`, so the ids stay theirs)."""
+    origin: dict[int, Path] = {}
+    copies: dict[int, Any] = {}
 
+    def copied(value: Any, path: Path) -> Any:
+        if not isinstance(value, dict | list):
+            return value
+        if id(value) in copies:
+            return copies[id(value)]
+        if isinstance(value, dict):
+            out: Any = {}
+            copies[id(value)] = out
+            for key, child in value.items():
+                out[key] = copied(child, path + (key,))
+        else:
+            out = []
+            copies[id(value)] = out
+            out.extend(copied(child, path + (index,)) for index, child in enumerate(value))
+        origin[id(out)] = path
+        return out
 
-def _ruamel_error(err: YAMLError, parts: _Parts) -> YamlTextError:
-    mark = getattr(err, "problem_mark", None)
-    problem = _problem(getattr(err, "problem", None) or str(err).splitlines()[0])
-    if mark is None:
-        return YamlTextError(f"yaml: {problem}")
-    return YamlTextError(f"yaml: line {mark.line + 1 + parts.head.count(chr(10))}: {problem}")
-
-
-def to_plain(node: Any) -> Any:
-    """Round-trip data as plain dicts, lists, str, int, float, bool and None."""
-    if isinstance(node, Mapping):
-        return {str(k) if isinstance(k, str) else k: to_plain(v) for k, v in node.items()}
-    if isinstance(node, list | tuple):
-        return [to_plain(v) for v in node]
-    if isinstance(node, ScalarBoolean):
-        return bool(node)
-    if isinstance(node, bool | None):
-        return node
-    if isinstance(node, _editstyle.WrittenNull):
-        return None
-    if isinstance(node, str):
-        return str(node)
-    if isinstance(node, int):
-        return int(node)
-    if isinstance(node, float):
-        return float(node)
-    return getattr(node, "value", node)
+    return copied(data, ()), origin
 
 
 def same_data(a: Any, b: Any) -> bool:
@@ -350,7 +331,7 @@ def same_data(a: Any, b: Any) -> bool:
 
 
 def _kind(value: Any) -> str:
-    if isinstance(value, bool | ScalarBoolean):
+    if isinstance(value, bool):
         return "bool"
     if isinstance(value, int):
         return "int"
@@ -360,97 +341,51 @@ def _kind(value: Any) -> str:
 # --- editing helpers --------------------------------------------------------------------------------
 
 
-def set_key(mapping: CommentedMap, key: str, value: Any, *, before: Sequence[str] = ()) -> None:
-    """Set mapping[key] to the plain `value`, keeping whatever part of the old value is unchanged.
+def set_key(mapping: dict[Any, Any], key: Any, value: Any, *, before: Sequence[Any] = ()) -> None:
+    """Set mapping[key] to `value`, keeping whatever part of the old value is unchanged.
 
     An existing key keeps its place and comments, and so does every entry inside its value whose
-    data is unchanged (`value` is merged into the old node, not swapped in). A new key goes right
-    before the first key of `before` that the mapping has, else at the end.
+    data is unchanged (`value` is merged into the old value, not swapped in). A new key goes right
+    before the first key of `before` that the mapping has, else at the end. `value` is copied.
     """
     if key in mapping:
         mapping[key] = _merge(mapping[key], value)
         return
     position = next((list(mapping).index(k) for k in before if k in mapping), len(mapping))
-    if not mapping and mapping.fa.flow_style():
-        mapping.fa.set_block_style()  # `data: {}` grows into a block, as kpt writes it
-    # Comments above the key that was at `position` stay above it, after the new key.
-    mapping.insert(position, _fresh(key), _fresh(value))
+    entries = list(mapping.items())
+    entries.insert(position, (key, copy.deepcopy(value)))
+    mapping.clear()
+    mapping.update(entries)
 
 
-def remove_key(mapping: CommentedMap, key: str) -> None:
+def remove_key(mapping: dict[Any, Any], key: Any) -> None:
     """Delete mapping[key] with the comments above it; comments below it stay where they are."""
-    if key not in mapping:
-        return
-    del mapping[key]
-    mapping.ca.items.pop(key, None)  # ruamel keeps them, and would give them to a key of that name added later
+    mapping.pop(key, None)
 
 
 def replace_items(seq: list[Any], items: Sequence[tuple[int | None, Any]]) -> None:
-    """Make the round-trip sequence `seq` hold `items`, in order: `(i, _)` is the old i-th item,
-    kept with its comments; `(None, value)` is a new item made from the plain `value`."""
-    if not isinstance(seq, CommentedSeq):
-        raise TypeError(f"not a round-trip sequence: {type(seq).__name__}")
+    """Make the list `seq` hold `items`, in order: `(i, _)` is the old i-th item, kept with its
+    comments; `(None, value)` is a new item, a copy of `value`."""
+    if not isinstance(seq, list):
+        raise TypeError(f"not a sequence: {type(seq).__name__}")
     old = list(seq)
-    comments = {i: seq.ca.items.get(i) for i in range(len(old))}
-    seq.ca.items.clear()
-    del seq[:]
-    for position, (index, value) in enumerate(items):
-        if index is None:
-            seq.append(_fresh(value))
-            continue
-        seq.append(old[index])
-        if comments[index] is not None:
-            seq.ca.items[position] = comments[index]
-    if seq and seq.fa.flow_style() and not old:
-        seq.fa.set_block_style()
-
-
-def common_quoting(seq: list[Any]) -> Callable[[str], str] | None:
-    """What writes a new string as every string of `seq` is written, when they are all quoted
-    alike (all single or all double quotes); None otherwise."""
-    kinds = {type(item) for item in seq if isinstance(item, str)}
-    kind = kinds.pop() if len(kinds) == 1 else None
-    return kind if kind in (DoubleQuotedScalarString, SingleQuotedScalarString) else None
+    seq[:] = [old[index] if index is not None else copy.deepcopy(value) for index, value in items]
 
 
 def _merge(old: Any, new: Any) -> Any:
-    """`new` as round-trip data, reusing the parts of `old` (with their comments) that equal it."""
-    if same_data(to_plain(old), new):
+    """`new`, reusing the parts of `old` (the same objects: their comments stay) that equal it."""
+    if same_data(old, new):
         return old
-    if isinstance(old, CommentedMap) and isinstance(new, Mapping):
+    if isinstance(old, dict) and isinstance(new, Mapping):
         for key in [k for k in old if k not in new]:
-            remove_key(old, key)
+            del old[key]
         for key, value in new.items():
             set_key(old, key, value)
         return old
-    if isinstance(old, CommentedSeq) and isinstance(new, list):
+    if isinstance(old, list) and isinstance(new, list):
         kept = min(len(old), len(new))
         for i in range(kept):
             old[i] = _merge(old[i], new[i])
-        replace_items(old, [(i, None) for i in range(kept)] + [(None, v) for v in new[kept:]])
+        old[kept:] = copy.deepcopy(new[kept:])
         return old
-    return _fresh(new, like=old)
-
-
-def _fresh(value: Any, *, like: Any = None) -> Any:
-    """Plain data as round-trip data; a string keeps the quoting of the string it replaces, and
-    is quoted where a YAML 1.1 reader would take it for something else (`_editstyle.fresh_text`)."""
-    if isinstance(value, Mapping):
-        out = CommentedMap()
-        for key, item in value.items():
-            out[_fresh(key)] = _fresh(item)
-        return out
-    if isinstance(value, list | tuple):
-        return CommentedSeq(_fresh(item) for item in value)
-    if isinstance(value, str) and not isinstance(value, ScalarString):
-        if isinstance(like, DoubleQuotedScalarString | SingleQuotedScalarString):
-            return type(like)(value)
-        if "\n" in value and _literal_ok(value):
-            return (FoldedScalarString if isinstance(like, FoldedScalarString) else LiteralScalarString)(value)
-        return _editstyle.fresh_text(value)
-    return value
-
-
-def _literal_ok(text: str) -> bool:
-    # A literal block cannot show trailing spaces on a line or a leading blank-then-indented line.
-    return not any(line != line.rstrip(" \t") for line in text.split("\n")) and not text.startswith((" ", "\n"))
+    return copy.deepcopy(new)

@@ -90,8 +90,8 @@ def cloned(files: Mapping[str, str], upstream: Upstream, *, name: str | None = N
 
 
 class Clones:
-    """`cloned` for a fan-out, which clones one upstream revision into many packages: the ruamel
-    round trip that points the Kptfile at the upstream (most of a clone's time) is done once per
+    """`cloned` for a fan-out, which clones one upstream revision into many packages: the comment-
+    keeping edit that points the Kptfile at the upstream (most of a clone's time) is done once per
     upstream Kptfile and remembered, and only metadata.name is set per clone, by rewriting that
     one scalar's characters in the text (checked by reading the result back; when that is not
     exact, the whole edit is made the slow way)."""

@@ -324,3 +324,32 @@ def test_an_edit_that_changes_nothing_gives_back_any_document_it_can_read(text: 
     for document in textedit.split_documents(text):
         with contextlib.suppress(krmyaml.YamlError):
             assert textedit.edit_document(document, _no_edit) is document
+
+
+@settings(max_examples=150, deadline=None)
+@given(_documents(), st.data())
+def test_an_edit_is_written_so_that_the_text_reads_back_as_the_edited_data(text: str, data: st.DataObject) -> None:
+    candidates = _mappings(textedit.load_fast(text)[0])
+    if not candidates:
+        return
+    path, mapping = data.draw(st.sampled_from(candidates))
+    action = data.draw(st.sampled_from(["set", "add", "remove", "reverse"]))
+    key = data.draw(st.sampled_from(list(mapping)))
+    value = data.draw(_json_values)
+
+    def change(document: Any) -> None:
+        for step in path:
+            document = document[step]
+        if action == "set":
+            textedit.set_key(document, key, value)
+        elif action == "add":
+            textedit.set_key(document, "added-key", value, before=[key])
+        elif action == "remove":
+            textedit.remove_key(document, key)
+        elif isinstance(document[key], list):
+            textedit.replace_items(document[key], [(i, None) for i in reversed(range(len(document[key])))])
+
+    [expected] = textedit.load_fast(text)
+    change(expected)
+    out = textedit.edit_document(text, change)
+    assert textedit.same_data(textedit.load_fast(out), [expected]), out

@@ -1,12 +1,12 @@
 """Turning local's round-trip YAML data into the merged data, keeping what did not change.
 
-`apply` edits krmyaml.textedit's round-trip data in place with its helpers, so that an entry whose value is
+`apply` edits krmyaml.textedit's data in place with its helpers, so that an entry whose value is
 unchanged keeps its place and its comments, and a changed scalar keeps its quoting and its line
 comment. List items are carried over to the merged list by identity: first an item with the same
 data, then a map with the same merge key (`schema.py`), then the map sharing most entries
 with it (the nearest on a tie), or, when the list keeps its length, the map at the same position;
-an item matched by key or likeness is edited in place, so its comments stay. A new string in a
-list whose strings are all quoted alike is quoted so too. New keys go where the merge put them
+an item matched by key or likeness is edited in place, so its comments stay (and textedit quotes a
+new string in a list whose strings are all quoted alike so too). New keys go where the merge put them
 (before the key that follows them upstream).
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from krmyaml.textedit import common_quoting, remove_key, replace_items, same_data, set_key, to_plain
+from krmyaml.textedit import remove_key, replace_items, same_data, set_key
 from porchvariant.embedded.merge.schema import ANY, ListKeys, Path, element_key
 
 __all__ = ["apply"]
@@ -37,7 +37,7 @@ def _apply_map(node: Any, merged: Mapping[Any, Any], list_keys: ListKeys, path: 
         remove_key(node, key)
     keys = list(merged)
     for position, key in enumerate(keys):
-        if key in node and same_data(to_plain(node[key]), merged[key]):
+        if key in node and same_data(node[key], merged[key]):
             continue
         if key in node and apply(node[key], merged[key], list_keys, (*path, str(key))):
             continue
@@ -45,15 +45,12 @@ def _apply_map(node: Any, merged: Mapping[Any, Any], list_keys: ListKeys, path: 
 
 
 def _apply_seq(node: list[Any], merged: list[Any], list_keys: ListKeys, path: Path) -> None:
-    old = [to_plain(item) for item in node]
+    old = list(node)
     chosen = _match_items(old, merged, list_keys(path, [items for items in (old, merged) if items]))
-    quoting = common_quoting(node)
     replace_items(node, [(j, None if j is not None else value) for j, value in zip(chosen, merged, strict=True)])
     for i, value in enumerate(merged):
         if chosen[i] is not None:
             apply(node[i], value, list_keys, (*path, ANY))  # items matched other than by data are maps
-        elif quoting is not None and isinstance(value, str):
-            node[i] = quoting(value)
 
 
 def _match_items(old: list[Any], new: list[Any], keys: tuple[str, ...] | None) -> list[int | None]:
