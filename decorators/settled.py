@@ -15,7 +15,9 @@ with what a later pass finds in the cache:
   the watch events, at most CATCH_UP seconds, instead of asking the hook about a state that is
   gone (and writing what is already written);
 * "ask": anything else. Someone else's change shows as a resourceVersion that is not the one we
-  stored, even when it happened between our write and its watch event.
+  stored, even when it happened between our write and its watch event. A pass whose echo is to
+  ask the hook once more (`Seen.again`: decorators.sync.again says when) asks once the cache has
+  caught up with its writes, not before: the hook then sees them.
 
 `Memory.wrote_target` and `Memory.wrote_attachment` let the watches drop such echoes before they
 queue a pass at all. resourceVersions are compared as numbers only to tell "older" (etcd's are
@@ -47,6 +49,7 @@ class Seen:
     related: frozenset[Version]
     due: float | None = None  # clock.monotonic() of the next resync; None: none
     at: float = 0.0  # clock.monotonic() when the pass ended
+    again: bool = False  # the echo asks the hook once more, once the cache shows these writes
 
 
 def target_version(target: Obj) -> str:
@@ -75,9 +78,8 @@ def verdict(last: Seen | None, now: Seen, monotonic: float) -> Literal["unchange
     """Whether a pass may skip the hook (see the module docstring); `now.due` is not read."""
     if last is None:
         return "ask"
-    if (last.target == now.target and last.attachments == now.attachments and last.related == now.related
-            and (last.due is None or monotonic < last.due)):
-        return "unchanged"
+    if last.target == now.target and last.attachments == now.attachments and last.related == now.related:
+        return "unchanged" if not last.again and (last.due is None or monotonic < last.due) else "ask"
     return "behind" if monotonic - last.at < CATCH_UP and _behind(last, now) else "ask"
 
 
@@ -126,13 +128,13 @@ class Memory:
             self._seen.pop(key, None)
 
     def wrote_target(self, target: Obj) -> bool:
-        """Whether `target` is, to the resourceVersion, what its last pass left."""
+        """Whether `target` is, to the resourceVersion, what its last pass left (and its echo asks nothing)."""
         last = self.get(ObjectKey.of(target))
-        return last is not None and last.target == target_version(target)
+        return last is not None and not last.again and last.target == target_version(target)
 
     def wrote_attachment(self, key: ObjectKey, kind: Kind, obj: Obj) -> bool:
         """Whether `obj` (an attachment of the target `key`, grouped under `kind`) is, to the
-        resourceVersion, what the target's last pass left."""
+        resourceVersion, what the target's last pass left (and its echo asks nothing)."""
         last = self.get(key)
         version = (*identity(kind, obj), str(objects.metadata(obj).get("resourceVersion") or ""))
-        return last is not None and version in last.attachments
+        return last is not None and not last.again and version in last.attachments

@@ -346,15 +346,15 @@ class TargetSync:
 
     def _settle(self, key: ObjectKey, target: Obj, before: Seen, changes: Sequence[Change], due: float | None, *,
                 ask_again: bool) -> None:
-        """Remember the state this pass left (decorators.settled), unless its echo is to ask the
-        hook again (`again`)."""
-        if ask_again:
-            self.memory.forget(key)
-            return
+        """Remember the state this pass left (decorators.settled); `ask_again`: its echo asks the hook
+        once more (`again`)."""
         after = {version[:3]: version[3] for version in before.attachments}
         for change in changes:
-            after[identity(change.kind, {"metadata": {"namespace": change.key.namespace,
-                                                      "name": change.key.name}})] = change.resource_version
+            ident = identity(change.kind, {"metadata": {"namespace": change.key.namespace, "name": change.key.name}})
+            if change.action in ("delete", "recreate"):
+                after.pop(ident, None)
+            else:
+                after[ident] = change.resource_version
         self.memory.put(key, Seen(target_version(target), frozenset((*k, v) for k, v in after.items()),
-                                  before.related, due, self.clock.monotonic()))
+                                  before.related, due, self.clock.monotonic(), ask_again))
 

@@ -91,10 +91,11 @@ def hook_server(tmp_path: Path) -> Iterator[Callable[[str], HookServer]]:
 
 class Stage:
     """An embedded cluster (DecoratorController CRD installed) and a manager running the
-    DecoratorControllers on it, on a thread; `resolve` points webhook hosts at local servers."""
+    DecoratorControllers on it, on a thread; `resolve` points webhook hosts at local servers.
+    `cluster`, when given, is the (empty) embedded cluster to use."""
 
-    def __init__(self, resolve: Mapping[str, str]) -> None:
-        self.cluster = EmbeddedCluster()
+    def __init__(self, resolve: Mapping[str, str], cluster: EmbeddedCluster | None = None) -> None:
+        self.cluster = cluster if cluster is not None else EmbeddedCluster()
         self.cluster.create(decorator_controller_crd())
         self.manager = Manager(self.cluster, events=EventRecorder(self.cluster, "porchkit-decorators"),
                                grace_period=5.0)
@@ -159,11 +160,11 @@ class Stage:
 
 @pytest.fixture
 def stage() -> Iterator[Callable[..., Stage]]:
-    """`stage(resolve={"host": "127.0.0.1:port"})`: a running Stage, stopped after the test."""
+    """`stage(resolve={"host": "127.0.0.1:port"}, cluster=...)`: a running Stage, stopped after the test."""
     made: list[Stage] = []
 
-    def make(resolve: Mapping[str, str] | None = None) -> Stage:
-        made.append(Stage(resolve or {}))
+    def make(resolve: Mapping[str, str] | None = None, cluster: EmbeddedCluster | None = None) -> Stage:
+        made.append(Stage(resolve or {}, cluster))
         return made[-1]
 
     yield make
