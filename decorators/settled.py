@@ -13,7 +13,9 @@ with what a later pass finds in the cache:
 * "behind": the cache has not caught up with the last pass's writes yet (the target at an older
   resourceVersion, an attachment it wrote missing or older, one it deleted still there): wait for
   the watch events, at most CATCH_UP seconds, instead of asking the hook about a state that is
-  gone (and writing what is already written);
+  gone (and writing what is already written). This holds even when something else changed too
+  (the target edited meanwhile): the watches drop the echoes of the last pass's writes, so a pass
+  that asked before seeing them would leave a memory that never learns of them;
 * "ask": anything else. Someone else's change shows as a resourceVersion that is not the one we
   stored, even when it happened between our write and its watch event. A pass whose echo is to
   ask the hook once more (`Seen.again`: decorators.sync.again says when) asks once the cache has
@@ -80,32 +82,28 @@ def verdict(last: Seen | None, now: Seen, monotonic: float) -> Literal["unchange
         return "ask"
     if last.target == now.target and last.attachments == now.attachments and last.related == now.related:
         return "unchanged" if not last.again and (last.due is None or monotonic < last.due) else "ask"
-    return "behind" if monotonic - last.at < CATCH_UP and _behind(last, now) else "ask"
+    return "behind" if monotonic - last.at < CATCH_UP and lagging(last, now) else "ask"
 
 
 def _older(found: str, wrote: str) -> bool:
     return found.isdigit() and wrote.isdigit() and int(found) < int(wrote)
 
 
-def _behind(last: Seen, now: Seen) -> bool:
-    """Whether the cache looks older than what the last pass left, and nothing else differs but
-    what a late watch event explains. (Someone else's delete of what we just created looks the
-    same: it is waited for at most CATCH_UP seconds.)"""
-    if last.related != now.related:
-        return False
+def lagging(last: Seen, now: Seen) -> bool:
+    """Whether the cache lacks some write of the last pass: the target (the same object) at an
+    older resourceVersion, an attachment it wrote or kept missing or older, or one it did not
+    leave present (one it deleted, not yet gone; someone else's create looks the same, and is
+    waited for at most CATCH_UP seconds)."""
     uid, _, wrote = last.target.partition("/")
     now_uid, _, found = now.target.partition("/")
-    if uid != now_uid or (found != wrote and not _older(found, wrote)):
-        return False
-    lagging = found != wrote
+    if uid == now_uid and _older(found, wrote):
+        return True
     seen = {version[:3]: version[3] for version in now.attachments}
     for version in last.attachments:
-        wrote_version, present = version[3], seen.pop(version[:3], None)
-        if present is None or _older(present, wrote_version):
-            lagging = True
-        elif present != wrote_version:
-            return False  # a newer version than ours: someone else's change
-    return lagging or bool(seen)
+        present = seen.pop(version[:3], None)
+        if present is None or _older(present, version[3]):
+            return True
+    return bool(seen)
 
 
 class Memory:

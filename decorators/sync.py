@@ -3,7 +3,8 @@
 `TargetSync(key)` is the reconcile function of one target kind of one DecoratorController:
 
 1. read the target from the cache; gone, or neither selected nor holding our finalizer: done;
-2. add or remove the finalizer `metacontroller.io/decoratorcontroller-<name>` as the spec says;
+2. add or remove the finalizer `metacontroller.io/decoratorcontroller-<name>` as the spec says
+   (one to add is shown to the hook as added, and written with step 5's labels and annotations);
 3. gather the observed attachments (controller owner reference to the target and the decorator
    annotation naming this DecoratorController; every attachment rule's group present, even
    empty) and, with a customize hook, the related objects;
@@ -36,7 +37,10 @@ Differences from Metacontroller (docs/decorators.md lists them all):
 - a target being deleted that we hold no finalizer on is left to the garbage collector at once,
   without calling sync (whose attachments Metacontroller would not manage anyway);
 - periodic resync is a per-object timer set after each pass, not a replay of the whole cache;
-- the echo of a pass's own writes asks no hook (Metacontroller calls sync again for each of them).
+- the echo of a pass's own writes asks no hook (Metacontroller calls sync again for each of them);
+- the finalizer is added in the same request as the labels and annotations the hook answers,
+  after the call (so the hook sees the target's resourceVersion from before it) and before any
+  attachment is made; Metacontroller writes it on its own before calling.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from decorators.settled import (
     Memory,
     Seen,
     identity,
+    lagging,
     related_versions,
     target_version,
     verdict,
@@ -201,7 +206,7 @@ class TargetSync:
         if step != "go":
             self.memory.forget(key)
             return Done()
-        target = self._sync_finalizer(target, selected, held)
+        stored, (target, adding) = target, self._sync_finalizer(target, selected, held)
         if target is None:
             self.memory.forget(key)
             return Done()
@@ -211,8 +216,11 @@ class TargetSync:
             self.memory.forget(key)
             return Done()  # we just let go of it (the spec dropped its finalize hook)
         hook = self.hooks.finalize if call == "finalize" else self.hooks.sync
-        if hook is None:
-            return self._resync_later(None)  # a finalize-only decorator and a live object: nothing to ask
+        if hook is None:  # a finalize-only decorator and a live object: nothing to ask
+            if adding:
+                with contextlib.suppress(NotFound):
+                    finalizers.ensure(self.cluster, kind, stored, finalizer)
+            return self._resync_later(None)
         observed = self._observed(target)
         try:
             related = self.related.objects(target, self.target.namespaced) if self.related is not None else {}
@@ -224,23 +232,28 @@ class TargetSync:
                 return self._later(last.due)  # the echo of our own writes: nothing the hook sees changed
             if found == "behind":
                 return RequeueAfter(CATCH_UP_POLL)  # the cache has not seen the last pass's writes yet
+            stale = last is not None and lagging(last, before)  # it still has not, after settled.CATCH_UP
             response = self._ask(hook, target, observed, related, call == "finalize")
         except HookRetryAfter as busy:  # the hook asked us to come back later: not an error...
             self.memory.forget(key)
             if not self.follow_resync:  # ...except in a one-off run, which reports what it could not finish
                 raise SyncError(busy) from None
             return RequeueAfter(max(busy.seconds, MIN_RETRY_AFTER))
-        changed = self._write_back(target, response, finalizer if response.finalized and held else None)
+        changed = self._write_back(stored, response, finalizer if response.finalized and held else None,
+                                   finalizer if adding else None)
         if changed is None:
             self.memory.forget(key)
             return Done()  # the target changed meanwhile: its watch event brings us back
-        changes = self._manage(target, observed, response)
+        changes = self._manage(target, observed, response)  # as the hook saw it (a finalizer added counts)
         due = self._due(response)
-        self._settle(key, changed, before, changes, due, ask_again=again(call, response, changes))
+        if stale:  # what it would remember could miss writes whose echoes the watches dropped: look again
+            self.memory.forget(key)
+        else:
+            self._settle(key, changed, before, changes, due, ask_again=again(call, response, changes))
         if self.report is not None:
             self.report(self.spec.name, kind, key, SyncResult(self.spec.name, kind, key, call, changed is not target,
                                                               tuple(changes)))
-        return self._later(due)
+        return RequeueAfter(CATCH_UP_POLL) if stale else self._later(due)
 
     # --- the steps --------------------------------------------------------------------------
 
@@ -255,17 +268,23 @@ class TargetSync:
         except AttachmentsError as err:
             raise SyncError(err) from err
 
-    def _sync_finalizer(self, target: Obj, selected: bool, held: bool) -> Obj | None:
-        """The target with our finalizer added or removed as the spec says; None when it is gone."""
+    def _sync_finalizer(self, target: Obj, selected: bool, held: bool) -> tuple[Obj | None, bool]:
+        """The target with our finalizer added or removed as the spec says (None when it is gone),
+        and whether adding it is still to be written: it goes with the write-back, one request
+        with the labels and annotations, before any attachment is made. Removing is written now."""
         finalizer = self.spec.finalizer
-        try:
-            if self.finalizer_enabled and not held and selected and not objects.is_deleting(target):
-                return finalizers.ensure(self.cluster, self.target.kind, target, finalizer)
-            if not self.finalizer_enabled and held:
-                return finalizers.release(self.cluster, self.target.kind, target, finalizer)
-        except NotFound:
-            return None
-        return target
+        if self.finalizer_enabled and not held and selected and not objects.is_deleting(target):
+            meta = objects.metadata(target)
+            wanted = {**target, "metadata": {**meta, "finalizers": [*objects.finalizers_of(target), finalizer]}}
+            if finalizers.should_release(wanted, finalizer):
+                return target, False  # an operator asked us to keep away (finalizers.RELEASE_ANNOTATION)
+            return wanted, True
+        if not self.finalizer_enabled and held:
+            try:
+                return finalizers.release(self.cluster, self.target.kind, target, finalizer), False
+            except NotFound:
+                return None, False
+        return target, False
 
     def _ask(self, hook: Hook, target: Obj, observed: dict[Kind, list[Obj]], related: dict[str, list[Obj]],
              finalizing: bool) -> SyncResponse:
@@ -292,10 +311,10 @@ class TargetSync:
         return (ref is not None and ref.get("uid") == uid
                 and objects.annotations_of(obj).get(DECORATOR_ANNOTATION) == self.spec.name)
 
-    def _write_back(self, target: Obj, response: SyncResponse, release: str | None) -> Obj | None:
+    def _write_back(self, target: Obj, response: SyncResponse, release: str | None, add: str | None) -> Obj | None:
         """The target as it stands after writing back (itself when nothing changed); None when a
         write lost a race (Conflict) or the target is gone: the pass ends there, successfully."""
-        change = write_back(target, response, release)
+        change = write_back(target, response, release, add)
         if change is None:
             return target
         obj = change.object

@@ -117,7 +117,7 @@ def test_converging_targets_costs_one_sync_call_and_one_create_each(
     assert sorted(cluster.configmap_writes(since)) == [("create", f"{name}-first") for name in names]
 
 
-def test_a_hook_that_labels_its_target_is_asked_again_once_its_attachment_exists(
+def test_a_hook_that_labels_its_target_is_asked_again_once_and_its_finalizer_rides_with_the_label(
         counted: tuple[Stage, CountingCluster]) -> None:
     # It may be reporting on its attachments (as Metacontroller's service-per-pod v2 does), so it
     # sees them once as stored; that call changes nothing, and its echo asks nothing.
@@ -128,10 +128,14 @@ def test_a_hook_that_labels_its_target_is_asked_again_once_its_attachment_exists
     eventually(lambda: attached(live, names), WAIT)
     live.wait_idle("labels")
     assert calls(live, "labels") == 2 * len(names)
-    # per target: the finalizer, then the label, on the target; the attachment's create
+    # per target: one update carrying the finalizer and the label together, and the attachment's create
     writes = cluster.configmap_writes(since)
-    assert sorted(writes) == sorted([("update", name) for name in names for _ in range(2)]
+    assert sorted(writes) == sorted([("update", name) for name in names]
                                     + [("create", f"{name}-first") for name in names])
+    for name in names:
+        meta = (live.get(CONFIGMAP, name, "default") or {})["metadata"]
+        assert meta["labels"]["decorated"] == "true"
+        assert meta["finalizers"] == ["metacontroller.io/decoratorcontroller-labels"]
 
 
 def test_someone_elses_change_to_an_attachment_calls_the_hook_again(counted: tuple[Stage, CountingCluster]) -> None:
