@@ -6,9 +6,11 @@ attachment rules through discovery, builds its hooks (reconcile.hooks) and one
 
 * its primary watch enqueues a target that is selected or still holds our finalizer (with
   `ignoreStatusChanges`, an update that changes neither generation, labels, annotations nor
-  deletion is dropped: TargetSelector.ignores_update);
+  deletion is dropped: TargetSelector.ignores_update), except the echo of its pass's own write
+  (the target at the resourceVersion that pass left: decorators.settled);
 * a watch per attachment kind enqueues the target named by an attachment's controller owner
-  reference, when the attachment carries this decorator's annotation;
+  reference, when the attachment carries this decorator's annotation, except the echo of the
+  target's pass's own write (the attachment at the resourceVersion that pass left);
 * with a customize hook, a watch per related kind (started as rules name them) enqueues the
   targets whose cached customize answers select the changed object.
 
