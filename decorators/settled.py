@@ -90,13 +90,15 @@ def _older(found: str, wrote: str) -> bool:
 
 
 def lagging(last: Seen, now: Seen) -> bool:
-    """Whether the cache lacks some write of the last pass: the target (the same object) at an
-    older resourceVersion, an attachment it wrote or kept missing or older, or one it did not
-    leave present (one it deleted, not yet gone; someone else's create looks the same, and is
-    waited for at most CATCH_UP seconds)."""
+    """Whether the cache lacks some write of the last pass to the same target (not one recreated
+    under its name): the target at an older resourceVersion, an attachment it wrote or kept
+    missing or older, or one it did not leave present (one it deleted, not yet gone; someone
+    else's create looks the same, and is waited for at most CATCH_UP seconds)."""
     uid, _, wrote = last.target.partition("/")
     now_uid, _, found = now.target.partition("/")
-    if uid == now_uid and _older(found, wrote):
+    if uid != now_uid:
+        return False  # another object of that name: nothing of ours to wait for
+    if _older(found, wrote):
         return True
     seen = {version[:3]: version[3] for version in now.attachments}
     for version in last.attachments:

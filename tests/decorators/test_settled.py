@@ -54,6 +54,7 @@ def test_a_target_behind_our_write_back_waits_but_a_newer_one_asks() -> None:
     assert verdict(last, seen("u1/19", attachments={"web-a": "12"}), NOW) == "behind"
     assert verdict(last, seen("u1/21", attachments={"web-a": "12"}), NOW) == "ask"
     assert verdict(last, seen("u2/19", attachments={"web-a": "12"}), NOW) == "ask"  # another object of that name
+    assert verdict(last, seen("u2/30"), NOW) == "ask"  # whose attachments are not the old one's to wait for
 
 
 def test_a_change_by_someone_else_asks_once_the_cache_shows_our_own_writes() -> None:
