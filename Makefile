@@ -11,7 +11,7 @@ UV_HOME    := $(VENV)/.uv
 UV         := $(UV_HOME)/bin/uv
 LATEST     ?= .venv-latest
 
-.PHONY: setup run test test-latest bench lint lock lock-upgrade lock-check clean e2e gitservers
+.PHONY: setup run test test-latest bench bench-realserver lint lock lock-upgrade lock-check clean e2e gitservers
 
 # uv, itself pinned with hashes, in a small venv of its own (uv pip sync keeps $(VENV) to the lock).
 define install-uv
@@ -66,6 +66,12 @@ bench: setup
 e2e: setup
 	bash tests/e2e/cluster.sh build
 	bash tests/e2e/cluster.sh run -- $(PY) -m pytest -q tests/e2e tests/reconcile/contract
+
+# bench/realserver_bench.py against the same loopback API server: the server's own create rate, then the
+# decorators' convergence as a share of it, sync-hook calls and writes per target.
+bench-realserver: setup
+	bash tests/e2e/cluster.sh build
+	bash tests/e2e/cluster.sh run -- $(PY) bench/realserver_bench.py
 
 lint: setup lock-check
 	$(VENV)/bin/ruff check .

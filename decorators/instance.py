@@ -6,9 +6,11 @@ attachment rules through discovery, builds its hooks (reconcile.hooks) and one
 
 * its primary watch enqueues a target that is selected or still holds our finalizer (with
   `ignoreStatusChanges`, an update that changes neither generation, labels, annotations nor
-  deletion is dropped: TargetSelector.ignores_update);
+  deletion is dropped: TargetSelector.ignores_update), except the echo of its pass's own write
+  (the target at the resourceVersion that pass left: decorators.settled);
 * a watch per attachment kind enqueues the target named by an attachment's controller owner
-  reference, when the attachment carries this decorator's annotation;
+  reference, when the attachment carries this decorator's annotation, except the echo of the
+  target's pass's own write (the attachment at the resourceVersion that pass left);
 * with a customize hook, a watch per related kind (started as rules name them) enqueues the
   targets whose cached customize answers select the changed object.
 
@@ -31,6 +33,7 @@ from decorators.customize import CUSTOMIZE_SHAPE
 from decorators.protocol import RESPONSE_SHAPE
 from decorators.related import Related
 from decorators.selection import TargetSelector
+from decorators.settled import Memory
 from decorators.spec import DECORATOR_ANNOTATION, DecoratorSpec, ResourceRule, SpecError, parse_decorator, resolve_rule
 from decorators.sync import Hooks, SyncResult, TargetSync
 from reconcile import finalizers, objects
@@ -92,9 +95,10 @@ class DecoratorInstance:
             sync = TargetSync(spec=spec, controller=controller_obj, target=info, selector=self.selector,
                               attachments=self.attachments, hooks=self.hooks, cluster=cluster, cache=cache,
                               related=self.related, mode=mode, follow_resync=options.follow_resync,
-                              report=options.report)
+                              report=options.report, clock=clock)
             controller = Controller(name=_controller_name(spec.name, info), kind=info.kind, reconcile=sync,
-                                    primary=self._targets(info, rule), watches=self._attachment_watches(info),
+                                    primary=self._targets(info, rule, sync.memory),
+                                    watches=self._attachment_watches(info, sync.memory),
                                     workers=options.workers, clock=clock)
             self._target_of[controller.name] = info
             self.controllers.append(controller)
@@ -125,16 +129,22 @@ class DecoratorInstance:
                      finalize=build("finalize", spec.finalize, RESPONSE_SHAPE),
                      customize=build("customize", spec.customize, CUSTOMIZE_SHAPE))
 
-    def _targets(self, info: ResourceInfo, rule: ResourceRule) -> Watch:
-        selector, finalizer = self.selector, self.spec.finalizer
+    def _targets(self, info: ResourceInfo, rule: ResourceRule, memory: Memory) -> Watch:
+        """The primary watch; a change that is the echo of a pass's own write (the target at the
+        resourceVersion that pass left) wakes nothing (decorators.settled)."""
+        selector, finalizer, ignore_status = self.selector, self.spec.finalizer, rule.ignore_status_changes
 
         def keys(obj: Obj, primary: Kind) -> list[ObjectKey]:
             return [ObjectKey.of(obj)] if selector.matches(obj) or finalizers.has(obj, finalizer) else []
         def worth(old: Obj | None, new: Obj | None) -> bool:
-            return old is None or new is None or not selector.ignores_update(old, new)
-        return Watch(info.kind, keys, changes=worth if rule.ignore_status_changes else None)
+            if old is None or new is None:
+                return True
+            return not memory.wrote_target(new) and not (ignore_status and selector.ignores_update(old, new))
+        return Watch(info.kind, keys, changes=worth)
 
-    def _attachment_watches(self, target: ResourceInfo) -> list[Watch]:
+    def _attachment_watches(self, target: ResourceInfo, memory: Memory) -> list[Watch]:
+        """A change of an attachment wakes its target, unless it is the version the target's last
+        pass wrote or kept (decorators.settled)."""
         name, group, kind = self.spec.name, target.kind.group, target.kind.kind
 
         def keys(obj: Obj) -> list[ObjectKey]:
@@ -143,8 +153,16 @@ class DecoratorInstance:
                     or objects.annotations_of(obj).get(DECORATOR_ANNOTATION) != name):
                 return []
             return [ObjectKey(ObjectKey.of(obj).namespace if target.namespaced else "", str(ref.get("name", "")))]
-        return [Watches(attachment.kind, keys, delay=ATTACHMENT_SETTLE) for attachment in
-                {a.kind: a for a in self.attachments}.values()]
+
+        def changes_for(attachment: Kind) -> Callable[[Obj | None, Obj | None], bool]:
+            def worth(old: Obj | None, new: Obj | None) -> bool:
+                if new is None:
+                    return True
+                owners = keys(new)
+                return not owners or not memory.wrote_attachment(owners[0], attachment, new)
+            return worth
+        return [Watches(attachment.kind, keys, delay=ATTACHMENT_SETTLE, changes=changes_for(attachment.kind))
+                for attachment in {a.kind: a for a in self.attachments}.values()]
 
     def _watch_related(self, kind: Kind) -> None:
         related = self.related

@@ -3,8 +3,10 @@
 Promises (spec b.4): in `labels` and `annotations` a string sets a key, null deletes it, and keys
 the hook does not name stay as they are; `status` null or absent keeps the target's status, and a
 map (even `{}`) replaces it wholesale; our finalizer goes only when the hook says `finalized` and
-the target holds it (from whichever hook answered, sync included). When nothing would change,
-there is nothing to write: `write_back` returns None, so an idle resync makes no API call.
+the target holds it (from whichever hook answered, sync included). Our finalizer, when a pass
+is to add it (`add_finalizer`), goes in with the labels and annotations: one metadata write, not
+two. When nothing would change, there is nothing to write: `write_back` returns None, so an idle
+resync makes no API call.
 
 Pure: the target (perhaps a cache entry) is never changed; the object returned is a copy sharing
 nothing with the target or the response. Comparison is JSON equality, so a missing status and
@@ -37,20 +39,25 @@ class WriteBack:
     metadata_changed: bool  # labels, annotations or finalizers
 
 
-def write_back(target: Mapping[str, Any], response: SyncResponse, release_finalizer: str | None) -> WriteBack | None:
+def write_back(target: Mapping[str, Any], response: SyncResponse, release_finalizer: str | None,
+               add_finalizer: str | None = None) -> WriteBack | None:
     """The target with the response applied, or None when the response changes nothing.
 
     `release_finalizer` is this controller's finalizer (None when it has none to give up); it is
-    removed when the response says `finalized` and the target holds it."""
+    removed when the response says `finalized` and the target holds it (or is to hold it).
+    `add_finalizer` is this controller's finalizer when the target is to get it (None otherwise)."""
     meta = target.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     labels = _apply(meta.get("labels"), response.labels)
     annotations = _apply(meta.get("annotations"), response.annotations)
     finalizers = meta.get("finalizers")
     finalizers = finalizers if isinstance(finalizers, list) else []
-    release = bool(release_finalizer and response.finalized and release_finalizer in finalizers)
+    wanted = finalizers + [add_finalizer] if add_finalizer and add_finalizer not in finalizers else finalizers
+    if release_finalizer and response.finalized and release_finalizer in wanted:
+        wanted = [f for f in wanted if f != release_finalizer]
+    refinalized = wanted != finalizers
     status_changed = response.status is not None and not json_equal(target.get("status"), response.status)
-    if labels is None and annotations is None and not release and not status_changed:
+    if labels is None and annotations is None and not refinalized and not status_changed:
         return None
 
     out: Obj = clone(target)
@@ -58,12 +65,12 @@ def write_back(target: Mapping[str, Any], response: SyncResponse, release_finali
     for key, value in (("labels", labels), ("annotations", annotations)):
         if value is not None:
             _set_or_drop(out_meta, key, value)
-    if release:
-        _set_or_drop(out_meta, "finalizers", [f for f in finalizers if f != release_finalizer])
+    if refinalized:
+        _set_or_drop(out_meta, "finalizers", list(wanted))
     if status_changed:
         out["status"] = clone(response.status)
     return WriteBack(object=out, status_changed=status_changed,
-                     metadata_changed=labels is not None or annotations is not None or release)
+                     metadata_changed=labels is not None or annotations is not None or refinalized)
 
 
 def _apply(current: Any, changes: Mapping[str, str | None] | None) -> dict[str, str] | None:

@@ -52,10 +52,11 @@ hook_server = hook_servers(HOOKSERVERS)
 
 class Stage(HookStage[DecoratorInstance]):
     """An embedded cluster (DecoratorController CRD installed) and a manager running the
-    DecoratorControllers on it, on a thread; `resolve` points webhook hosts at local servers."""
+    DecoratorControllers on it, on a thread; `resolve` points webhook hosts at local servers.
+    `cluster`, when given, is the (empty) embedded cluster to use."""
 
-    def __init__(self, resolve: Mapping[str, str]) -> None:
-        cluster = EmbeddedCluster()
+    def __init__(self, resolve: Mapping[str, str], cluster: EmbeddedCluster | None = None) -> None:
+        cluster = cluster if cluster is not None else EmbeddedCluster()
         cluster.create(decorator_controller_crd())
         manager = Manager(cluster, events=EventRecorder(cluster, "porchkit-decorators"), grace_period=5.0)
         self.decorators = Decorators(manager, Options(resolve=dict(resolve), hook_policy=MANAGER_POLICY))
@@ -84,11 +85,11 @@ class Stage(HookStage[DecoratorInstance]):
 
 @pytest.fixture
 def stage() -> Iterator[Callable[..., Stage]]:
-    """`stage(resolve={"host": "127.0.0.1:port"})`: a running Stage, stopped after the test."""
+    """`stage(resolve={"host": "127.0.0.1:port"}, cluster=...)`: a running Stage, stopped after the test."""
     made: list[Stage] = []
 
-    def make(resolve: Mapping[str, str] | None = None) -> Stage:
-        made.append(Stage(resolve or {}))
+    def make(resolve: Mapping[str, str] | None = None, cluster: EmbeddedCluster | None = None) -> Stage:
+        made.append(Stage(resolve or {}, cluster))
         return made[-1]
 
     yield make

@@ -36,6 +36,11 @@ def report_status(request: Request) -> Answer:
             "annotations": {"obsolete": None}}
 
 
+def attach_and_label(request: Request) -> Answer:
+    """attach_first, and the label `decorated: "true"` on the target."""
+    return {**attach_first(request), "labels": {"decorated": "true"}}
+
+
 def finalize_at_once(request: Request) -> Answer:
     """Finalize in one answer: no attachments, and done (without waiting to see them gone)."""
     return {"attachments": [], "finalized": True}

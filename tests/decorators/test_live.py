@@ -27,7 +27,7 @@ from tests.decorators.hooks_support import (
     hook_server,
     stage,
 )
-from tests.waiting import eventually
+from tests.waiting import eventually, settled
 
 __all__ = ["hook_server", "stage"]  # fixtures, imported to be found here
 
@@ -378,27 +378,22 @@ class TestServicePerPod:
 
     @pytest.mark.parametrize("strategy", ["dynamic-apply", "server-side-apply"])
     def test_an_idle_resync_writes_nothing(self, per_pod: Stage, strategy: str) -> None:
-        dc = service_per_pod(method="InPlace")
+        dc = service_per_pod(method="InPlace", resyncPeriodSeconds=1)
         dc["metadata"]["annotations"] = {"porchkit.dev/apply-strategy": strategy}
         per_pod.cluster.create(dc)
         for name in ("web", "db"):
             per_pod.cluster.create(statefulset(name, ports="80:8080,443:8443"))
         eventually(lambda: len(services(per_pod, "web")) == len(services(per_pod, "db")) == 2, WAIT)
-        per_pod.wait_idle("service-per-pod")
-        before = {(kind.kind, ObjectKey.of(obj)): obj["metadata"]["resourceVersion"]
-                  for kind in (STATEFULSET, SERVICE) for obj in per_pod.cluster.list(kind).items}
-        revision = per_pod.cluster.list(SERVICE).resource_version
+
+        def versions() -> tuple[dict[tuple[str, ObjectKey], str], str]:
+            return ({(kind.kind, ObjectKey.of(obj)): obj["metadata"]["resourceVersion"]
+                     for kind in (STATEFULSET, SERVICE) for obj in per_pod.cluster.list(kind).items},
+                    per_pod.cluster.list(SERVICE).resource_version)
+        before = settled(versions, quiet=0.5, timeout=WAIT)
         calls = hook_calls(per_pod, "service-per-pod")
 
-        for controller in per_pod.decorators.running["service-per-pod"].controllers:
-            for name in ("web", "db"):
-                controller.queue.add(ObjectKey("default", name))
-        eventually(lambda: hook_calls(per_pod, "service-per-pod") >= calls + 2, WAIT)
-        per_pod.wait_idle("service-per-pod")
-        after = {(kind.kind, ObjectKey.of(obj)): obj["metadata"]["resourceVersion"]
-                 for kind in (STATEFULSET, SERVICE) for obj in per_pod.cluster.list(kind).items}
-        assert after == before
-        assert per_pod.cluster.list(SERVICE).resource_version == revision  # nothing at all was written
+        eventually(lambda: hook_calls(per_pod, "service-per-pod") >= calls + 4, WAIT)  # two resyncs each
+        assert versions() == before  # nothing at all was written
 
 
 # --- update strategies -----------------------------------------------------------------------------

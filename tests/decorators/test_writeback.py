@@ -125,3 +125,19 @@ class TestPurity:
         change.object["spec"]["replicas"] = 9
         assert (obj, answer) == before
         assert response.status == {"deep": {"y": [2]}}
+
+
+class TestAddingOurFinalizer:
+    def test_it_rides_with_the_labels_in_one_object(self) -> None:
+        change = write_back(target(labels={"a": "1"}, finalizers=[THEIRS]), parse_response({"labels": {"b": "2"}}),
+                            None, OURS)
+        assert change is not None and change.metadata_changed and not change.status_changed
+        assert change.object["metadata"]["labels"] == {"a": "1", "b": "2"}
+        assert change.object["metadata"]["finalizers"] == [THEIRS, OURS]
+
+    def test_it_alone_is_still_a_write(self) -> None:
+        change = write_back(target(), parse_response({}), None, OURS)
+        assert change is not None and change.object["metadata"]["finalizers"] == [OURS]
+
+    def test_a_finalized_answer_keeps_it_off(self) -> None:
+        assert write_back(target(), parse_response({"finalized": True}), OURS, OURS) is None

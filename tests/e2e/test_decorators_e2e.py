@@ -32,6 +32,7 @@ from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
 from tests.e2e.support import eventually, served
 from tests.reconcile.support import Running
+from tests.waiting import settled
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = ROOT / "tests" / "decorators" / "hookservers"
@@ -235,3 +236,35 @@ def test_the_shipped_crd_keeps_every_field_of_a_metacontroller_manifest(
     for hook in ("finalize", "customize"):  # the schema's default, as Metacontroller's CRD has it
         expected["hooks"][hook]["version"] = "v1"
     assert stored is not None and stored["spec"] == expected  # nothing pruned
+
+
+def test_converging_targets_on_a_real_server_costs_one_sync_call_each(
+        cluster: Cluster, namespace: str, decorator_crd: None, cleanup: Callable[[Kind, str], None]) -> None:
+    # The echo of the pass's own create (its watch event, from the real server's watch) asks no
+    # hook; reading back after the server's own pace, the count must not have grown.
+    names = [f"t-{i:02d}" for i in range(20)]
+    for name in names:
+        cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": name, "namespace": namespace, "labels": {f"{GROUP}/calls": namespace}}})
+    calls: list[str] = []
+    options = Options(hook_policy=HookPolicy.for_manager(["tests.decorators.pyhooks"], []),
+                      report=lambda decorator, kind, key, result: calls.append(str(key)))
+    manager = Manager(cluster, grace_period=5)
+    decorators = Decorators(manager, options)
+    manager.add(decorators.controller())
+    running = Running(manager)
+    try:
+        name = f"calls-{secrets.token_hex(3)}"
+        cluster.create(decorator(name, {
+            "resources": [{"apiVersion": "v1", "resource": "configmaps",
+                           "labelSelector": {"matchLabels": {f"{GROUP}/calls": namespace}}}],
+            "attachments": [{"apiVersion": "v1", "resource": "configmaps"}],
+            "hooks": {"sync": {"python": {"function": "tests.decorators.pyhooks:attach_first"}}}}))
+        cleanup(DECORATOR_CONTROLLER, name)
+        eventually(lambda: all(cluster.get(CONFIGMAP, ObjectKey(namespace, f"{target}-first")) for target in names))
+        eventually(lambda: len(calls) >= len(names))
+        settled(lambda: len(calls), quiet=2.0, timeout=30.0)
+        assert sorted(calls) == sorted(f"{namespace}/{target}" for target in names)  # one call per target
+    finally:
+        running.stop(30)
+        decorators.stop_all()  # and the python hooks' threads
