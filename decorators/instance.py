@@ -6,7 +6,9 @@ attachment rules through discovery, builds its hooks (reconcile.hooks) and one
 
 * its primary watch enqueues a target that is selected or still holds our finalizer (with
   `ignoreStatusChanges`, an update that changes neither generation, labels, annotations nor
-  deletion is dropped: TargetSelector.ignores_update);
+  deletion is dropped: TargetSelector.ignores_update); it lists and watches with the rule's
+  label selector, so that memory follows the selection, not the cluster (server_selection), and
+  passes read targets through a view of the cache narrowed to that informer;
 * a watch per attachment kind enqueues the target named by an attachment's controller owner
   reference, when the attachment carries this decorator's annotation;
 * with a customize hook, a watch per related kind (started as rules name them) enqueues the
@@ -80,21 +82,25 @@ class DecoratorInstance:
         self.hooks = self._hooks(spec, cluster, metrics, options)
         controller_obj = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
                           "metadata": obj.get("metadata") or {}, "spec": obj.get("spec") or {}, "status": {}}
+        chosen = [(info, self._rule(info)) for info in _one_per_group_kind(targets)]
+        primaries = [self._targets(info, rule) for info, rule in chosen]
+        # targets are read from the informers that select them (a miss read live: see narrowed)
+        targets_cache = cache.narrowed({watch.kind: cache.informer(watch.kind, labels=watch.labels,
+                                                                   metadata_only=watch.metadata_only)
+                                        for watch in primaries})
         self.related = None
         if self.hooks.customize is not None:
-            self.related = Related(self.hooks.customize, controller_obj, cache, served=cluster.resources,
+            self.related = Related(self.hooks.customize, controller_obj, targets_cache, served=cluster.resources,
                                    watch=self._watch_related)
         self.controllers: list[Controller] = []
         self._target_of: dict[str, ResourceInfo] = {}
-        for info in _one_per_group_kind(targets):
-            rule = self.selector.rule_for({"apiVersion": info.kind.api_version, "kind": info.kind.kind})
-            assert rule is not None
+        for (info, _), primary in zip(chosen, primaries, strict=True):
             sync = TargetSync(spec=spec, controller=controller_obj, target=info, selector=self.selector,
-                              attachments=self.attachments, hooks=self.hooks, cluster=cluster, cache=cache,
+                              attachments=self.attachments, hooks=self.hooks, cluster=cluster, cache=targets_cache,
                               related=self.related, mode=mode, follow_resync=options.follow_resync,
                               report=options.report)
             controller = Controller(name=_controller_name(spec.name, info), kind=info.kind, reconcile=sync,
-                                    primary=self._targets(info, rule), watches=self._attachment_watches(info),
+                                    primary=primary, watches=self._attachment_watches(info),
                                     workers=options.workers, clock=clock)
             self._target_of[controller.name] = info
             self.controllers.append(controller)
@@ -125,14 +131,26 @@ class DecoratorInstance:
                      finalize=build("finalize", spec.finalize, RESPONSE_SHAPE),
                      customize=build("customize", spec.customize, CUSTOMIZE_SHAPE))
 
+    def _rule(self, info: ResourceInfo) -> ResourceRule:
+        rule = self.selector.rule_for({"apiVersion": info.kind.api_version, "kind": info.kind.kind})
+        assert rule is not None
+        return rule
+
     def _targets(self, info: ResourceInfo, rule: ResourceRule) -> Watch:
+        """The watch of one target kind: listed and watched with the rule's label selector, so
+        that the server sends only what is selected (an object leaving the selection arrives as
+        a DELETED event carrying its last selected state, which still maps to its key, so that a
+        pass lets go of it). An annotation selector alone cannot be sent: then the whole kind is
+        watched, metadata only, and targets are read in full when a pass needs them."""
         selector, finalizer = self.selector, self.spec.finalizer
 
         def keys(obj: Obj, primary: Kind) -> list[ObjectKey]:
             return [ObjectKey.of(obj)] if selector.matches(obj) or finalizers.has(obj, finalizer) else []
         def worth(old: Obj | None, new: Obj | None) -> bool:
             return old is None or new is None or not selector.ignores_update(old, new)
-        return Watch(info.kind, keys, changes=worth if rule.ignore_status_changes else None)
+        labels, metadata_only = server_selection(rule)
+        return Watch(info.kind, keys, labels=labels, metadata_only=metadata_only,
+                     changes=worth if rule.ignore_status_changes else None)
 
     def _attachment_watches(self, target: ResourceInfo) -> list[Watch]:
         name, group, kind = self.spec.name, target.kind.group, target.kind.kind
@@ -155,6 +173,15 @@ class DecoratorInstance:
             def keys(obj: Obj, target: ResourceInfo = target) -> list[ObjectKey]:
                 return related.keys_for(obj, target.kind, target.namespaced)
             controller.watch_more(self.cache, Watches(kind, keys))
+
+
+def server_selection(rule: ResourceRule) -> tuple[str | None, bool]:
+    """What the API server can select of a rule's targets: (label selector to send, or None for
+    the whole kind; whether to watch metadata only). The annotation selector is applied in
+    process either way (TargetSelector.matches)."""
+    if not rule.labels.empty:
+        return str(rule.labels), False
+    return None, not rule.annotations.empty
 
 
 def fingerprint(obj: Obj) -> str:
