@@ -16,7 +16,7 @@ import builtins
 import copy
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from reconcile.informer import metadata_only as keep_metadata_only
 from reconcile.selectors import parse_labels
 
 Scope = tuple[Kind, str, str, bool]  # kind, namespace, label selector (canonical text), metadata only
+Selection = Callable[[str], Sequence[Informer]]  # namespace -> the informers holding what is read there
 
 
 @dataclass
@@ -42,7 +43,7 @@ class _Shared:
 
 @dataclass(frozen=True)
 class _Route:
-    """How a narrowed view gets an object of one kind: from `informer`, confirming with a live
+    """How a narrowed view gets an object of one kind (`gets`): from `informer`, confirming with a live
     read what it does not hold (`confirm`), and reading it live when it holds metadata only."""
 
     informer: Informer
@@ -54,7 +55,9 @@ class InformerCache:
                  transform: Transform = drop_managed_fields, read_timeout: float = 30.0) -> None:
         self.cluster, self.clock, self.transform, self.read_timeout = cluster, clock, transform, read_timeout
         self._shared = _Shared()
-        self._routes: dict[Kind, _Route] = {}
+        self._gets: dict[Kind, _Route] = {}  # see narrowed
+        self._lists: dict[Kind, Selection] = {}
+        self._indexes: dict[Kind, Informer] = {}
 
     def informer(self, kind: Kind, *, namespace: str = "", labels: Any = None,
                  metadata_only: bool = False) -> Informer:
@@ -80,19 +83,28 @@ class InformerCache:
             self._run(found, stop)
         return found
 
-    def narrowed(self, routes: Mapping[Kind, Informer], *, confirm: bool = True) -> InformerCache:
-        """A view of this cache (same informers, same threads) whose `get` of each kind in
-        `routes` reads that kind's informer, a selection of the kind, rather than a whole-kind
-        one (which would hold the whole kind in memory). Lists and index reads still see the
-        whole kind: a caller listing a kind asks for all of it.
+    def narrowed(self, gets: Mapping[Kind, Informer] | None = None, *, confirm: bool = True,
+                 lists: Mapping[Kind, Selection] | None = None,
+                 indexes: Mapping[Kind, Informer] | None = None) -> InformerCache:
+        """A view of this cache (same informers, same threads) whose reads of some kinds go to the
+        informers selecting what the caller reads, rather than to a whole-kind informer (which
+        would hold the whole kind in memory):
 
-        With `confirm`, an object a selecting informer does not hold is read live: it may exist
-        outside the selection, having just left it, and a caller that must see it leave (to let
-        go of it) gets it. An informer holding metadata only answers with the full object read
-        live: the selection is decided on metadata, and only what is asked for is read in full."""
+        * `gets`: `get` of the kind reads this informer. With `confirm`, an object a selecting
+          informer does not hold is read live: it may exist outside the selection, having just
+          left it, and a caller that must see it leave (to let go of it) gets it. An informer
+          holding metadata only answers with the full object read live: the selection is decided
+          on metadata, and only what is asked for is read in full.
+        * `lists`: `get` and `list` of the kind in a namespace read the union of the informers
+          `lists[kind](namespace)` names (a caller that only ever reads objects it selected: a
+          MapController reading its parents' inputs). An object none of them holds is absent.
+        * `indexes`: `by_index` of the kind reads this informer.
+        Other reads see the whole kind, as they do through the cache itself."""
         view = copy.copy(self)
-        view._routes = {**self._routes,
-                        **{kind: _Route(informer, confirm and _narrow(informer)) for kind, informer in routes.items()}}
+        view._gets = {**self._gets, **{kind: _Route(informer, confirm and _narrow(informer))
+                                       for kind, informer in (gets or {}).items()}}
+        view._lists = {**self._lists, **(lists or {})}
+        view._indexes = {**self._indexes, **(indexes or {})}
         return view
 
     @property
@@ -119,23 +131,43 @@ class InformerCache:
 
     def get(self, kind: Kind, key: ObjectKey, *, metadata_only: bool = False) -> Obj | None:
         """The cached object (shared: never change it), or None; see `_reader` (and `narrowed`)."""
-        route = self._routes.get(kind)
-        if route is None:
-            return self._reader(kind, metadata_only).get(key)
-        found = self._synced(route.informer, kind).get(key)
-        if found is None:
-            return self.cluster.get(kind, key) if route.confirm else None
-        if metadata_only or not route.informer.holds_metadata_only:
-            return found
-        return self.cluster.get(kind, key)  # selected on its metadata: read in full
+        route = self._gets.get(kind)
+        if route is not None:
+            found = self._synced(route.informer, kind).get(key)
+            if found is None:
+                return self.cluster.get(kind, key) if route.confirm else None
+            if metadata_only or not route.informer.holds_metadata_only:
+                return found
+            return self.cluster.get(kind, key)  # selected on its metadata: read in full
+        selection = self._lists.get(kind)
+        if selection is not None:
+            for informer in selection(key.namespace):
+                found = self._synced(informer, kind).get(key)
+                if found is not None:
+                    return found
+            return None
+        return self._reader(kind, metadata_only).get(key)
 
     def list(self, kind: Kind, namespace: str = "", *, metadata_only: bool = False) -> list[Obj]:
-        """The cached objects of `kind` (in `namespace`, or everywhere); see `_reader`."""
-        return self._reader(kind, metadata_only).list(namespace)
+        """The cached objects of `kind` (in `namespace`, or everywhere); see `_reader` (and `narrowed`)."""
+        selection = self._lists.get(kind)
+        if selection is None:
+            return self._reader(kind, metadata_only).list(namespace)
+        informers = selection(namespace)
+        if len(informers) == 1:
+            return self._synced(informers[0], kind).list(namespace)
+        union: dict[ObjectKey, Obj] = {}
+        for informer in informers:
+            for obj in self._synced(informer, kind).list(namespace):
+                union.setdefault(ObjectKey.of(obj), obj)  # one object selected twice is listed once
+        return builtins.list(union.values())
 
     def by_index(self, kind: Kind, index: str, value: str, *, metadata_only: bool = False) -> builtins.list[Obj]:
         """The cached objects of `kind` whose index `index` holds `value` ("owner" and "namespace"
-        are built in: the children of an owner uid, say); see `_reader`."""
+        are built in: the children of an owner uid, say); see `_reader` (and `narrowed`)."""
+        routed = self._indexes.get(kind)
+        if routed is not None:
+            return self._synced(routed, kind).by_index(index, value)
         return self._reader(kind, metadata_only).by_index(index, value)
 
     def stop(self, timeout: float = 5.0) -> bool:

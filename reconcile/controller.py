@@ -43,6 +43,7 @@ from reconcile.errors import NotLeading, ReconcileError, Terminal, is_determinis
 from reconcile.informer import Informer
 from reconcile.objects import controller_of
 from reconcile.outcome import Done, Outcome, RequeueAfter
+from reconcile.selectors import parse_labels
 from reconcile.workqueue import NoMetrics, QueueMetrics, WorkQueue
 
 K = TypeVar("K", bound=Hashable)  # a controller's key: an ObjectKey, unless it reconciles something finer
@@ -195,7 +196,7 @@ class Controller(Generic[K]):
     fence: fencing.Fence | None = None
     retry_deterministic: bool = True
     queue: WorkQueue[K] = field(init=False)
-    _late: set[tuple[Kind, str]] = field(init=False, default_factory=set)
+    _late: set[tuple[Kind, str, str, bool]] = field(init=False, default_factory=set)
     _late_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _bound: list[tuple[Informer, Handler]] = field(init=False, default_factory=list)
 
@@ -221,12 +222,14 @@ class Controller(Generic[K]):
             informer.remove_handler(handler)
 
     def watch_more(self, informers: Informers, watch: Watch[K]) -> None:
-        """Start one more watch while running, for a kind learnt from the objects themselves (an
-        injected kind, an objectSelector's). Once per kind and namespace; later calls do nothing."""
+        """Start one more watch while running, for a kind or a selection learnt from the objects
+        themselves (an injected kind, an objectSelector's, a parent's selector). Once per kind,
+        namespace, label selector and metadata-only; later calls do nothing."""
+        scope = (watch.kind, watch.namespace, str(parse_labels(watch.labels)), watch.metadata_only)
         with self._late_lock:
-            if (watch.kind, watch.namespace) in self._late:
+            if scope in self._late:
                 return
-            self._late.add((watch.kind, watch.namespace))
+            self._late.add(scope)
         self._subscribe(informers, watch)
 
     def _subscribe(self, informers: Informers, watch: Watch[Any]) -> Informer:
