@@ -66,8 +66,11 @@ FENCED = "fenced"  # returned by process() for a reconcile not started (the fenc
 class Watch(Generic[K]):
     """A watched kind and how its objects map to primary keys (`to_keys` gets the primary kind).
 
-    `namespace` and `labels` narrow the informer; `metadata_only` caches just the metadata, for
-    kinds whose objects are only mapped to keys (children found by owner, say). `changes`, when
+    `namespace` and `labels` narrow the informer: the API server lists and watches only what
+    they select (an object that stops matching `labels` arrives as a deletion, carrying its last
+    matching state), and watches that select alike share one informer. `metadata_only` caches
+    just the metadata (and asks the server for no more), for kinds whose objects are only mapped
+    to keys (children found by owner, say) or selected on their metadata. `changes`, when
     given, says whether a change `(old, new)` is worth a reconcile at all (a status-only update,
     say, may not be): changes it refuses map to no keys. `delay` (seconds) holds the keys back a
     little, so that a burst of changes (the children a reconcile just created) brings one
