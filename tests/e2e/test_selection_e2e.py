@@ -98,14 +98,15 @@ def test_a_decorator_target_relabelled_out_of_its_selection_is_finalized_and_let
     finalizer = FINALIZER_PREFIX + name
     cluster.create({"apiVersion": DECORATOR_CONTROLLER.api_version, "kind": DECORATOR_CONTROLLER.kind,
                     "metadata": {"name": name},
+                    # the server is shared: only this test's ConfigMaps carry this value
                     "spec": {"resources": [{"apiVersion": "v1", "resource": "configmaps",
-                                            "labelSelector": {"matchLabels": {SELECTED: "yes"}}}],
+                                            "labelSelector": {"matchLabels": {SELECTED: namespace}}}],
                              "attachments": [{"apiVersion": "v1", "resource": "secrets"}],
                              "hooks": {"sync": {"python": {"function": "tests.e2e.test_selection_e2e:sync"}},
                                        "finalize": {"python": {"function": "tests.e2e.test_selection_e2e:finalize"}}}}})
     try:
         cluster.create(configmap("other", namespace, "no", k="other"))
-        cluster.create(configmap("t", namespace, "yes", k="v"))
+        cluster.create(configmap("t", namespace, namespace, k="v"))
         manager = decorators()
 
         def held() -> bool:
@@ -115,7 +116,7 @@ def test_a_decorator_target_relabelled_out_of_its_selection_is_finalized_and_let
                    what="the target decorated")
         configmaps = [i for i in manager.cache.informers if i.kind == CONFIGMAP]
         assert [(i.labels, sorted(o["metadata"]["name"] for o in i.list())) for i in configmaps] == \
-            [(f"{SELECTED}=yes", ["t"])]
+            [(f"{SELECTED}={namespace}", ["t"])]
 
         target = cluster.get(CONFIGMAP, ObjectKey(namespace, "t"))
         assert target is not None
