@@ -7,6 +7,8 @@ Promises:
   * a watch that ends or breaks resumes from the last resourceVersion seen (bookmarks included),
     so nothing is lost or repeated; a `Gone` answer triggers one relist, whose differences with
     the cache reach the handlers as ordinary changes; other failures retry with back-off;
+  * lists (the first and every relist) are taken page by page where the cluster offers pages
+    (`PagedSource`), each page transformed before the next is read;
   * `last_activity` (clock.monotonic()) moves with every event and bookmark, for health checks
     that must notice a watch gone silent;
   * a handler that raises is logged and skipped: the change still reaches the cache and every
@@ -69,6 +71,16 @@ class MetadataSource(Protocol):
     def watch_metadata(self, kind: Kind, *, resource_version: str, namespace: str = "",
                        labels: LabelSelector = None, fields: str | None = None,
                        timeout: float | None = None) -> Iterator[WatchEvent]: ...
+
+
+@runtime_checkable
+class PagedSource(Protocol):
+    """A cluster that can hand a list over page by page (KubeCluster: the server's own pages), so
+    that a relist keeps only what its transform keeps of each page, never a whole list of whole
+    objects beside the cache it builds."""
+
+    def pages(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None, fields: str | None = None,
+              metadata_only: bool = False) -> Iterator[ListResult]: ...
 
 
 def as_kind(kind: Kind) -> Transform:
@@ -269,12 +281,8 @@ class Informer:
             self._wake.notify_all()
 
     def _relist(self) -> None:
-        if self._metadata is not None:
-            result = self._metadata.list_metadata(self.kind, namespace=self.namespace, labels=self.labels)
-        else:
-            result = self.cluster.list(self.kind, namespace=self.namespace, labels=self.labels)
+        fresh, version = self._list()
         self.relists += 1
-        fresh = {ObjectKey.of(obj): share_strings(self.transform(obj)) for obj in result.items}
         with self._lock:
             gone = [key for key in self._cache if key not in fresh]
             changes: list[Change] = [(self._cache.get(key), obj) for key, obj in fresh.items()
@@ -282,7 +290,7 @@ class Informer:
             changes += [(self._cache[key], None) for key in gone]
             for old, new in changes:
                 self._store(old, new)
-            self._resource_version = result.resource_version
+            self._resource_version = version
         self.last_activity = self.clock.monotonic()
         self._listing.on = True
         try:
@@ -290,6 +298,28 @@ class Informer:
         finally:
             self._listing.on = False
         self.synced.set()
+
+    def _list(self) -> tuple[dict[ObjectKey, Obj], str]:
+        """Every object the list returns, transformed, and the list's resourceVersion; page by
+        page where the cluster offers pages (a raw page is dropped once transformed)."""
+        # the class must define pages: a wrapper delegating by attribute lookup that overrides
+        # `list` (to count, gate or slow lists) is listed through that `list`
+        cluster: Any = self.cluster
+        if callable(getattr(type(cluster), "pages", None)) and isinstance(cluster, PagedSource):
+            fresh: dict[ObjectKey, Obj] = {}
+            version = ""
+            for page in cluster.pages(self.kind, namespace=self.namespace, labels=self.labels,
+                                      metadata_only=self._metadata is not None):
+                for obj in page.items:
+                    fresh[ObjectKey.of(obj)] = share_strings(self.transform(obj))
+                version = page.resource_version
+            return fresh, version
+        if self._metadata is not None:
+            result = self._metadata.list_metadata(self.kind, namespace=self.namespace, labels=self.labels)
+        else:
+            result = self.cluster.list(self.kind, namespace=self.namespace, labels=self.labels)
+        return {ObjectKey.of(obj): share_strings(self.transform(obj)) for obj in result.items}, \
+            result.resource_version
 
     def _watch(self, stop: threading.Event) -> None:
         watch = self._metadata.watch_metadata if self._metadata is not None else self.cluster.watch

@@ -24,6 +24,8 @@ revision. Custom storage (`serve`) is called without the lock.
 
 from __future__ import annotations
 
+import builtins
+import functools
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -59,6 +61,7 @@ from reconcile.patching import apply_patch, clone
 from reconcile.selectors import FieldSelector, parse_fields, parse_labels
 
 PARTIAL_OBJECT_METADATA = Kind("meta.k8s.io/v1", "PartialObjectMetadata")
+PAGE_SIZE = 500  # objects per page of `pages`, as KubeCluster asks a real server for
 FIELD_MANAGER = "porchkit"  # the manager recorded for create, update and patch (they take none)
 T = TypeVar("T")
 
@@ -190,19 +193,43 @@ class EmbeddedCluster:
             return ListResult([_partial(obj) for obj in result.items], result.resource_version)
         return self._list(kind, namespace, labels, fields, _partial)
 
+    def pages(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None, fields: str | None = None,
+              metadata_only: bool = False, page_size: int = PAGE_SIZE) -> Iterator[ListResult]:
+        """`list` (or `list_metadata`) in pages of `page_size`, each copied out only when the
+        caller asks for it, so that a caller keeping less than whole objects never holds two
+        copies of the whole list (as `KubeCluster.pages` does over a real server's pages). All
+        pages are of one consistent state and carry its resourceVersion."""
+        storage = self._storage(kind)
+        if storage is not None:
+            result = (self.list_metadata if metadata_only else self.list)(kind, namespace=namespace, labels=labels,
+                                                                         fields=fields)
+            yield result
+            return
+        items, revision = self._select(kind, namespace, labels, fields)
+        render = _partial if metadata_only else functools.partial(_render, kind=kind)
+        for start in range(0, max(len(items), 1), page_size):
+            yield ListResult([render(obj) for obj in items[start:start + page_size]], revision)
+
     def _list(self, kind: Kind, namespace: str, labels: LabelSelector, fields: str | None,
               render: Callable[[Obj], Obj]) -> ListResult:
+        items, revision = self._select(kind, namespace, labels, fields)
+        return ListResult([render(obj) for obj in items], revision)
+
+    def _select(self, kind: Kind, namespace: str, labels: LabelSelector,
+                fields: str | None) -> tuple[builtins.list[Obj], str]:
+        """The stored objects a list selects (shared: render before handing out), in order, and
+        the revision they are the state of."""
         label_selector, field_selector = parse_labels(labels), parse_fields(fields)
         with self._lock:
             self._check_open()
             info = self._registry.info(kind)
             self._check_fields(kind, field_selector)
-            found = list(self._store.objects(group_kind(kind), namespace if info.namespaced else ""))
+            found = builtins.list(self._store.objects(group_kind(kind), namespace if info.namespaced else ""))
             revision = self._store.revision
         items = [obj for obj in found if label_selector.matches(obj["metadata"].get("labels"))
                  and field_selector.matches(obj)]
         items.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
-        return ListResult([render(obj) for obj in items], str(revision))
+        return items, str(revision)
 
     def watch(self, kind: Kind, *, resource_version: str, namespace: str = "", labels: LabelSelector = None,
               fields: str | None = None, timeout: float | None = None) -> Iterator[WatchEvent]:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -207,29 +207,46 @@ class KubeCluster:
         (apiVersion meta.k8s.io/v1), as the server sends them."""
         return self._list(kind, namespace, labels, fields, accept=METADATA_LIST)
 
-    def _list(self, kind: Kind, namespace: str, labels: LabelSelector, fields: str | None, *,
-              accept: str) -> ListResult:
+    def pages(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None, fields: str | None = None,
+              metadata_only: bool = False) -> Iterator[ListResult]:
+        """`list` (or `list_metadata`) one page at a time, as the server sends them: the caller
+        keeps what it wants of each page, and no more than one page is decoded at once. Every
+        page carries the list's resourceVersion. Raises Gone when a continue token expires
+        before the last page (list from the start again)."""
+        accept = METADATA_LIST if metadata_only else JSON
         info = self.resource(kind)
         path, base = _path(info, namespace), _selectors(labels, fields)
-        items: list[Obj] = []
-        token, restarted = "", False
+        token = ""
         while True:
             query = [*base, ("limit", str(self.options.page_size))] + ([("continue", token)] if token else [])
+            page = self._call(kind, "GET", path, query=query, accept=accept)[1]
+            meta = page.get("metadata") or {}
+            yield ListResult([with_kind(item, kind) for item in page.get("items") or []],
+                             str(meta.get("resourceVersion") or ""))
+            token = str(meta.get("continue") or "")
+            if not token:
+                return
+
+    def _list(self, kind: Kind, namespace: str, labels: LabelSelector, fields: str | None, *,
+              accept: str) -> ListResult:
+        metadata_only = accept == METADATA_LIST
+        for attempt in (1, 2):
+            items: list[Obj] = []
+            version, pages = "", 0
             try:
-                page = self._call(kind, "GET", path, query=query, accept=accept)[1]
+                for page in self.pages(kind, namespace=namespace, labels=labels, fields=fields,
+                                       metadata_only=metadata_only):
+                    items += page.items
+                    version, pages = page.resource_version, pages + 1
             except Gone:
-                if not token or restarted:
+                if not pages or attempt == 2:  # Gone for the first page is no expired continue token
                     raise
                 # the continue token outlived the server's history (compaction): list again from
                 # the start, still in pages (client-go's pager lists in one piece here, which is
                 # the one giant answer paging is there to avoid)
-                items, token, restarted = [], "", True
                 continue
-            items += [with_kind(item, kind) for item in page.get("items") or []]
-            meta = page.get("metadata") or {}
-            token = str(meta.get("continue") or "")
-            if not token:
-                return ListResult(items, str(meta.get("resourceVersion") or ""))
+            return ListResult(items, version)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def watch(self, kind: Kind, *, resource_version: str, namespace: str = "", labels: LabelSelector = None,
               fields: str | None = None, timeout: float | None = None) -> WatchStream:

@@ -508,3 +508,28 @@ def test_a_silent_watch_raises_server_error(tmp_path: Path) -> None:
             with pytest.raises(ServerError, match="received nothing"):
                 next(stream)
             assert time.monotonic() - started < 3
+
+
+def test_an_informer_lists_page_by_page_and_asks_for_metadata_alone(server: ApiServer, kubeconfig: Path) -> None:
+    from reconcile.informer import Informer
+
+    with KubeCluster.from_kubeconfig(kubeconfig, options=KubeOptions(page_size=2)) as kube:
+        for index in range(5):
+            kube.create(configmap(f"cm{index}", payload="x" * 100))
+        server.requests.clear()
+        informer = Informer(kube, CONFIGMAP, namespace="default", metadata=True)
+        stop = threading.Event()
+        thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
+        thread.start()
+        try:
+            assert informer.synced.wait(10)
+            cached = sorted(informer.list(), key=lambda o: o["metadata"]["name"])
+            assert [(o["kind"], o["metadata"]["name"]) for o in cached] == [("ConfigMap", f"cm{i}") for i in range(5)]
+            assert all("data" not in o for o in cached)
+            pages = [r.query for r in server.requests
+                     if r.path == "/api/v1/namespaces/default/configmaps" and "watch" not in r.query]
+            assert [(p["limit"], "continue" in p) for p in pages] == [("2", False), ("2", True), ("2", True)]
+        finally:
+            stop.set()
+            informer.wake()
+            thread.join(10)

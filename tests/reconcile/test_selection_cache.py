@@ -156,3 +156,16 @@ def test_a_metadata_informer_over_a_cluster_without_metadata_lists_in_full_and_k
         informer.wake()
         thread.join(5)
         embedded.close()
+
+
+def test_embedded_pages_hand_out_one_consistent_list_in_chunks(cluster: Asked) -> None:
+    embedded = cluster.cluster
+    pages = embedded.pages(CONFIGMAP, namespace="default", page_size=10)
+    first = next(pages)
+    embedded.create(labelled("written-meanwhile", sel="yes"))  # after the list's state was taken
+    rest = list(pages)
+    assert [len(p.items) for p in [first, *rest]] == [10, 10, 10, 3]
+    assert {p.resource_version for p in [first, *rest]} == {first.resource_version}
+    [slim] = list(embedded.pages(CONFIGMAP, labels="sel=yes", metadata_only=True))
+    assert {(o["apiVersion"], o["kind"]) for o in slim.items} == {("meta.k8s.io/v1", "PartialObjectMetadata")}
+    assert len(slim.items) == 4
