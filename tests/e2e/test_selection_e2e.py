@@ -78,18 +78,22 @@ def finalize(request: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def decorators(cluster: Cluster, decorator_crd: None) -> Iterator[Callable[[], Manager]]:
-    started: list[Running] = []
+    started: list[tuple[Running, Decorators]] = []
 
     def run() -> Manager:
         manager = Manager(cluster, grace_period=5)
         policy = HookPolicy.for_manager(["tests.e2e.test_selection_e2e"], [])
-        manager.add(Decorators(manager, Options(hook_policy=policy)).controller())
-        started.append(Running(manager))
+        supervisor = Decorators(manager, Options(hook_policy=policy))
+        manager.add(supervisor.controller())
+        started.append((Running(manager), supervisor))
         return manager
 
     yield run
-    for running in started:
-        running.stop(30)
+    for running, supervisor in started:
+        try:
+            running.stop(30)
+        finally:
+            supervisor.stop_all()  # the hooks' threads with them
 
 
 def test_a_decorator_target_relabelled_out_of_its_selection_is_finalized_and_let_go(
