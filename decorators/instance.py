@@ -8,7 +8,9 @@ attachment rules through discovery, builds its hooks (reconcile.hooks) and one
   `ignoreStatusChanges`, an update that changes neither generation, labels, annotations nor
   deletion is dropped: TargetSelector.ignores_update); it lists and watches with the rule's
   label selector, so that memory follows the selection, not the cluster (server_selection), and
-  passes read targets through a view of the cache narrowed to that informer;
+  passes read targets through a view of the cache narrowed to that informer; with a finalize
+  hook, targets that left the selection holding our finalizer while no manager ran are looked
+  for once, at start (_leavers);
 * a watch per attachment kind enqueues the target named by an attachment's controller owner
   reference, when the attachment carries this decorator's annotation;
 * with a customize hook, a watch per related kind (started as rules name them) enqueues the
@@ -24,7 +26,8 @@ installed: retried).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,10 +42,14 @@ from reconcile import finalizers, objects
 from reconcile.cache import InformerCache
 from reconcile.children import APPLY_STRATEGY_ANNOTATION, apply_mode
 from reconcile.clock import SYSTEM_CLOCK, Clock
-from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
+from reconcile.cluster import Cluster, Kind, ListResult, Obj, ObjectKey, ResourceInfo
 from reconcile.controller import Controller, Watch, Watches
+from reconcile.errors import ApiError
 from reconcile.hooks import HookMetrics, HookPolicy, build_hook
+from reconcile.informer import PagedSource
 from reconcile.supervisor import UnknownResource
+
+log = logging.getLogger("porchkit.decorators")
 
 ATTACHMENT_SETTLE = 0.05
 """Seconds a change of an attachment waits before it wakes its target: the attachments one pass
@@ -104,6 +111,9 @@ class DecoratorInstance:
                                     workers=options.workers, clock=clock)
             self._target_of[controller.name] = info
             self.controllers.append(controller)
+            if spec.finalize_enabled and primary.labels is not None:
+                for key in _leavers(cluster, info.kind, self._rule(info), spec.finalizer):
+                    controller.queue.add(key)
 
     def close(self) -> None:
         """Cancel hook calls in flight and refuse new ones."""
@@ -182,6 +192,21 @@ def server_selection(rule: ResourceRule) -> tuple[str | None, bool]:
     if not rule.labels.empty:
         return str(rule.labels), False
     return None, not rule.annotations.empty
+
+
+def _leavers(cluster: Cluster, kind: Kind, rule: ResourceRule, finalizer: str) -> list[ObjectKey]:
+    """Targets outside the rule's label selection that still hold our finalizer: they left it
+    while no manager watched (the DELETED event that lets a running one see them leave was never
+    heard), and only a pass can let go of them. Listed once, metadata only, page by page where
+    the cluster offers pages; a failure is logged and leaves them to a later start."""
+    try:
+        pages: Iterable[ListResult] = [cluster.list(kind)] if not isinstance(cluster, PagedSource) else \
+            cluster.pages(kind, metadata_only=True)
+        return [ObjectKey.of(obj) for page in pages for obj in page.items
+                if finalizers.has(obj, finalizer) and not rule.labels.matches(objects.labels_of(obj))]
+    except ApiError as err:
+        log.warning("could not look for %s targets that left the selection holding %s: %s", kind, finalizer, err)
+        return []
 
 
 def fingerprint(obj: Obj) -> str:

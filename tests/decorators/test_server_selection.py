@@ -112,3 +112,21 @@ def test_a_rule_with_labels_and_annotations_sends_the_labels_and_filters_annotat
     assert server_selection(only_annotations.resources[0]) == (None, True)
     everything = parse_decorator(decorator_controller("d", hooks={}, resources=[rule()]))
     assert server_selection(everything.resources[0]) == (None, False)
+
+
+def test_a_target_that_left_the_selection_while_no_manager_ran_is_let_go_at_start(stage: Callable[..., Stage]) -> None:
+    running = stage()
+    # as a manager stopped before it saw the relabel would leave it: our finalizer, labels no longer selected
+    left = configmap("left", {"sel": "no"})
+    left["metadata"]["finalizers"] = [FINALIZER]
+    running.cluster.create(left)
+    running.cluster.create(configmap("t", {"sel": "yes"}))
+    running.cluster.create(decorator_controller(
+        "d", resources=[rule(labelSelector={"matchLabels": {"sel": "yes"}})],
+        attachments=[{"apiVersion": "v1", "resource": "secrets"}],
+        hooks={"sync": python("attach_secret"), "finalize": python("finalize_at_once")}))
+
+    eventually(lambda: FINALIZER not in finalizers_of(running, "left") and FINALIZER in finalizers_of(running, "t"),
+               WAIT)
+    assert running.get(SECRET, "left-secret", "default") is None
+    assert all(i.labels == "sel=yes" for i in configmap_informers(running))  # found without caching the kind
