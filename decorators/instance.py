@@ -7,7 +7,11 @@ attachment rules through discovery, builds its hooks (reconcile.hooks) and one
 * its primary watch enqueues a target that is selected or still holds our finalizer (with
   `ignoreStatusChanges`, an update that changes neither generation, labels, annotations nor
   deletion is dropped: TargetSelector.ignores_update), except the echo of its pass's own write
-  (the target at the resourceVersion that pass left: decorators.settled);
+  (the target at the resourceVersion that pass left: decorators.settled); it lists and watches
+  with the rule's label selector, so that memory follows the selection, not the cluster
+  (server_selection), and passes read targets through a view of the cache narrowed to that
+  informer; with a finalize hook, targets that left the selection holding our finalizer while no
+  manager ran are looked for once, at start (_leavers);
 * a watch per attachment kind enqueues the target named by an attachment's controller owner
   reference, when the attachment carries this decorator's annotation, except the echo of the
   target's pass's own write (the attachment at the resourceVersion that pass left);
@@ -24,7 +28,8 @@ installed: retried).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,10 +45,14 @@ from reconcile import finalizers, objects
 from reconcile.cache import InformerCache
 from reconcile.children import APPLY_STRATEGY_ANNOTATION, apply_mode
 from reconcile.clock import SYSTEM_CLOCK, Clock
-from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
+from reconcile.cluster import Cluster, Kind, ListResult, Obj, ObjectKey, ResourceInfo
 from reconcile.controller import Controller, Watch, Watches
+from reconcile.errors import ApiError
 from reconcile.hooks import HookMetrics, HookPolicy, build_hook
+from reconcile.informer import PagedSource
 from reconcile.supervisor import UnknownResource
+
+log = logging.getLogger("porchkit.decorators")
 
 ATTACHMENT_SETTLE = 0.05
 """Seconds a change of an attachment waits before it wakes its target: the attachments one pass
@@ -83,17 +92,20 @@ class DecoratorInstance:
         self.hooks = self._hooks(spec, cluster, metrics, options)
         controller_obj = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
                           "metadata": obj.get("metadata") or {}, "spec": obj.get("spec") or {}, "status": {}}
+        chosen = [(info, self._rule(info)) for info in _one_per_group_kind(targets)]
+        # targets are read from the informers that select them (a miss read live: see narrowed)
+        targets_cache = cache.narrowed({info.kind: cache.informer(info.kind, labels=labels, metadata_only=metadata_only)
+                                        for info, (labels, metadata_only) in
+                                        ((info, server_selection(rule)) for info, rule in chosen)})
         self.related = None
         if self.hooks.customize is not None:
-            self.related = Related(self.hooks.customize, controller_obj, cache, served=cluster.resources,
+            self.related = Related(self.hooks.customize, controller_obj, targets_cache, served=cluster.resources,
                                    watch=self._watch_related)
         self.controllers: list[Controller] = []
         self._target_of: dict[str, ResourceInfo] = {}
-        for info in _one_per_group_kind(targets):
-            rule = self.selector.rule_for({"apiVersion": info.kind.api_version, "kind": info.kind.kind})
-            assert rule is not None
+        for info, rule in chosen:
             sync = TargetSync(spec=spec, controller=controller_obj, target=info, selector=self.selector,
-                              attachments=self.attachments, hooks=self.hooks, cluster=cluster, cache=cache,
+                              attachments=self.attachments, hooks=self.hooks, cluster=cluster, cache=targets_cache,
                               related=self.related, mode=mode, follow_resync=options.follow_resync,
                               report=options.report, clock=clock)
             controller = Controller(name=_controller_name(spec.name, info), kind=info.kind, reconcile=sync,
@@ -102,6 +114,9 @@ class DecoratorInstance:
                                     workers=options.workers, clock=clock)
             self._target_of[controller.name] = info
             self.controllers.append(controller)
+            if spec.finalize_enabled and server_selection(rule)[0] is not None:
+                for key in _leavers(cluster, info.kind, rule, spec.finalizer):
+                    controller.queue.add(key)
 
     def close(self) -> None:
         """Cancel hook calls in flight and refuse new ones."""
@@ -129,9 +144,19 @@ class DecoratorInstance:
                      finalize=build("finalize", spec.finalize, RESPONSE_SHAPE),
                      customize=build("customize", spec.customize, CUSTOMIZE_SHAPE))
 
+    def _rule(self, info: ResourceInfo) -> ResourceRule:
+        rule = self.selector.rule_for({"apiVersion": info.kind.api_version, "kind": info.kind.kind})
+        assert rule is not None
+        return rule
+
     def _targets(self, info: ResourceInfo, rule: ResourceRule, memory: Memory) -> Watch:
-        """The primary watch; a change that is the echo of a pass's own write (the target at the
-        resourceVersion that pass left) wakes nothing (decorators.settled)."""
+        """The watch of one target kind: listed and watched with the rule's label selector, so
+        that the server sends only what is selected (an object leaving the selection arrives as
+        a DELETED event carrying its last selected state, which still maps to its key, so that a
+        pass lets go of it). An annotation selector alone cannot be sent: then the whole kind is
+        watched, metadata only, and targets are read in full when a pass needs them. A change that
+        is the echo of a pass's own write (the target at the resourceVersion that pass left) wakes
+        nothing (decorators.settled)."""
         selector, finalizer, ignore_status = self.selector, self.spec.finalizer, rule.ignore_status_changes
 
         def keys(obj: Obj, primary: Kind) -> list[ObjectKey]:
@@ -140,7 +165,8 @@ class DecoratorInstance:
             if old is None or new is None:
                 return True
             return not memory.wrote_target(new) and not (ignore_status and selector.ignores_update(old, new))
-        return Watch(info.kind, keys, changes=worth)
+        labels, metadata_only = server_selection(rule)
+        return Watch(info.kind, keys, labels=labels, metadata_only=metadata_only, changes=worth)
 
     def _attachment_watches(self, target: ResourceInfo, memory: Memory) -> list[Watch]:
         """A change of an attachment wakes its target, unless it is the version the target's last
@@ -173,6 +199,30 @@ class DecoratorInstance:
             def keys(obj: Obj, target: ResourceInfo = target) -> list[ObjectKey]:
                 return related.keys_for(obj, target.kind, target.namespaced)
             controller.watch_more(self.cache, Watches(kind, keys))
+
+
+def server_selection(rule: ResourceRule) -> tuple[str | None, bool]:
+    """What the API server can select of a rule's targets: (label selector to send, or None for
+    the whole kind; whether to watch metadata only). The annotation selector is applied in
+    process either way (TargetSelector.matches)."""
+    if not rule.labels.empty:
+        return str(rule.labels), False
+    return None, not rule.annotations.empty
+
+
+def _leavers(cluster: Cluster, kind: Kind, rule: ResourceRule, finalizer: str) -> list[ObjectKey]:
+    """Targets outside the rule's label selection that still hold our finalizer: they left it
+    while no manager watched (the DELETED event that lets a running one see them leave was never
+    heard), and only a pass can let go of them. Listed once, metadata only, page by page where
+    the cluster offers pages; a failure is logged and leaves them to a later start."""
+    try:
+        pages: Iterable[ListResult] = [cluster.list(kind)] if not isinstance(cluster, PagedSource) else \
+            cluster.pages(kind, metadata_only=True)
+        return [ObjectKey.of(obj) for page in pages for obj in page.items
+                if finalizers.has(obj, finalizer) and not rule.labels.matches(objects.labels_of(obj))]
+    except ApiError as err:
+        log.warning("could not look for %s targets that left the selection holding %s: %s", kind, finalizer, err)
+        return []
 
 
 def fingerprint(obj: Obj) -> str:

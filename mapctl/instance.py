@@ -10,7 +10,8 @@ resources through discovery, builds its hooks (reconcile.hooks) and two `reconci
 * `map/<name>/inputs` over one parent's one input (inputs.InputSync), keyed by `InputKey`, with
   `spec.parallelism` workers: so many hook calls run at once, each for a different input. Its
   watches: every input kind (a change wakes the key of each parent in the input's namespace
-  whose selector matches the object before or after the change) and every output kind (a change
+  whose selector matches the object before or after the change; each input kind is listed and
+  watched with each parent's selector, in its namespace: `_select`) and every output kind (a change
   of an output this MapController stamped wakes its parent and map key, `OUTPUT_SETTLE` seconds
   later, unless it is the version that key's last pass wrote). Its Events are about the parent.
 
@@ -23,6 +24,7 @@ retried).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +35,7 @@ from mapctl.inputs import InputSync, MapResult
 from mapctl.keys import CONTROLLER_LABEL, INPUT_ANNOTATION, MAP_KEY_LABEL, map_key
 from mapctl.parents import ParentSync
 from mapctl.protocol import MAP_SHAPE, TOMBSTONE_SHAPE, controller_object
-from mapctl.selection import SelectorError, is_input
+from mapctl.selection import STAMPED, SelectorError, is_input, server_selector
 from mapctl.spec import MapSpec, SpecError, parse_map_controller
 from reconcile import objects
 from reconcile.cache import InformerCache
@@ -42,6 +44,7 @@ from reconcile.clock import SYSTEM_CLOCK, Clock
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey, ResourceInfo
 from reconcile.controller import Controller, Watch
 from reconcile.hooks import HookMetrics, HookPolicy, build_hook
+from reconcile.informer import Informer
 from reconcile.supervisor import UnknownResource
 
 OUTPUT_SETTLE = 0.05
@@ -89,25 +92,32 @@ class MapInstance:
             outputs.append(output_kind(ChildKind(info.kind, info.namespaced, rule.method), rule.resource))
         mode = apply_mode(obj, SpecError)
         hooks = self._hooks(spec, cluster, metrics, options)
-        self.context = context = MapContext(
-            spec=spec, controller=controller_object(obj), parent=parent, inputs=inputs, outputs=outputs,
-            map_hook=hooks[0], tombstone_hook=hooks[1], cluster=cluster, cache=cache, clock=clock, mode=mode,
-            follow_resync=options.follow_resync, report=options.report)
+        self._cache = cache
+        output_kinds = list(dict.fromkeys(o.child.kind for o in outputs))
+        # only stamped objects of an output kind are listed and watched (selection.STAMPED), and
+        # only what some parent selects of an input kind (see _select)
         index_name, index = output_index(spec.name)
-        self._indexed = [cache.informer(kind) for kind in {o.child.kind for o in outputs}]
+        self._indexed = [cache.informer(kind, labels=STAMPED) for kind in output_kinds]
         for informer in self._indexed:
             informer.add_index(index_name, index)
-        output_kinds = list(dict.fromkeys(o.child.kind for o in outputs))
+        narrowed = cache.narrowed(lists={rule.info.kind: functools.partial(self._selected, rule.info.kind)
+                                         for rule in inputs.values()},
+                                  indexes=dict(zip(output_kinds, self._indexed, strict=True)))
+        self.context = context = MapContext(
+            spec=spec, controller=controller_object(obj), parent=parent, inputs=inputs, outputs=outputs,
+            map_hook=hooks[0], tombstone_hook=hooks[1], cluster=cluster, cache=narrowed, clock=clock, mode=mode,
+            follow_resync=options.follow_resync, report=options.report)
         self.parents: Controller[ObjectKey] = Controller(
             name=f"map/{spec.name}", kind=parent.kind, reconcile=ParentSync(context), clock=clock,
             primary=Watch(parent.kind, lambda obj, primary: [ObjectKey.of(obj)], changes=_beyond_status),
-            watches=[Watch(kind, self._output_parents) for kind in output_kinds])
-        input_watches = [Watch(rule.info.kind, self._input_keys) for rule in inputs.values()]
-        output_watches = [Watch(kind, self._output_keys, changes=self._not_an_echo, delay=OUTPUT_SETTLE)
-                          for kind in output_kinds]
+            watches=[Watch(kind, self._output_parents, labels=STAMPED) for kind in output_kinds])
+        output_watches = [Watch(kind, self._output_keys, labels=STAMPED, changes=self._not_an_echo,
+                                delay=OUTPUT_SETTLE) for kind in output_kinds]
+        # input watches are added as parents show their selectors (_select); a parent's own
+        # change maps to no input key here (its pass queues its inputs)
         self.inputs: Controller[InputKey] = Controller(
             name=f"map/{spec.name}/inputs", kind=parent.kind, reconcile=InputSync(context),
-            primary=input_watches[0], watches=input_watches[1:] + output_watches, workers=spec.parallelism,
+            primary=Watch(parent.kind, self._parent_seen), watches=output_watches, workers=spec.parallelism,
             clock=clock, event_key=lambda key: key.parent_key)
         context.enqueue_input = self.inputs.queue.add
         context.refresh_parent = self._refresh_parent
@@ -136,6 +146,41 @@ class MapInstance:
         return map_hook, build("tombstone", spec.tombstone_hook, TOMBSTONE_SHAPE)
 
     # --- watches ------------------------------------------------------------------------------
+
+    def _parent_seen(self, obj: Obj, primary: Kind) -> list[InputKey]:
+        """Make sure the inputs a parent selects are listed and watched; no key to queue."""
+        self._select(obj)
+        return []
+
+    def _select(self, parent: Obj) -> list[Informer]:
+        """The informers of the parent's inputs, one per input kind it can take, each listing and
+        watching the parent's namespace with the parent's selector (server_selector), started and
+        watched by the inputs controller on first sight. None for a parent whose selector is
+        broken (its pass reports it). Informers are shared by every parent of one selection, and
+        kept when a parent goes (another may select the same)."""
+        try:
+            selector = server_selector(self.context.memory.selector(parent))
+        except SelectorError:
+            return []
+        namespace = ObjectKey.of(parent).namespace
+        informers = []
+        for rule in self.context.inputs.values():
+            if rule.info.namespaced != bool(namespace):
+                continue  # is_input: a namespaced parent takes namespaced inputs, a cluster-scoped one the others
+            self.inputs.watch_more(self._cache, Watch(rule.info.kind, self._input_keys, namespace=namespace,
+                                                      labels=selector))
+            informers.append(self._cache.informer(rule.info.kind, namespace=namespace, labels=selector))
+        return informers
+
+    def _selected(self, kind: Kind, namespace: str) -> list[Informer]:
+        """The informers whose union holds every input of `kind` a parent in `namespace` selects
+        (what a pass reads: the view in context.cache lists and gets inputs from them)."""
+        found: dict[int, Informer] = {}
+        for parent in self._cache.informer(self.context.parent.kind).list(namespace):
+            for informer in self._select(parent):
+                if informer.kind == kind:
+                    found.setdefault(id(informer), informer)
+        return list(found.values())
 
     def _input_keys(self, obj: Obj, primary: Kind) -> list[InputKey]:
         """The keys of the parents in the object's namespace that select it (read from the parent

@@ -18,6 +18,9 @@ Selector semantics are the API server's (reconcile.selectors): `NotIn` matches a
 (`spec.selector.matchExpressions[0].operator: ...`); fields other than `matchLabels` and
 `matchExpressions` are ignored, as the parent's kind is not ours to validate.
 
+The API server applies a parent's selector for us (server_selector): inputs are listed and
+watched per distinct (input kind, namespace, selector), so memory follows what parents select.
+
 Pure and read-only: objects are never changed or copied.
 """
 
@@ -78,6 +81,18 @@ def parent_selector(parent: Mapping[str, Any]) -> LabelSelector:
     for i, expression in enumerate(expressions):
         _check_expression(expression, f"{field}.matchExpressions[{i}]")
     return parse_labels({"matchLabels": dict(match), "matchExpressions": list(expressions)})
+
+
+STAMPED = CONTROLLER_LABEL
+"""The label selector of every output some MapController stamped (the key exists): what output
+informers list and watch, so that the other objects of an output kind stay on the server."""
+
+
+def server_selector(selector: LabelSelector) -> str | None:
+    """The label selector to send to the API server for the inputs of a parent whose compiled
+    `spec.selector` is `selector`; None for everything (the parent's whole namespace). The
+    server applies it with the same semantics (reconcile.selectors), and is_input still decides."""
+    return None if selector.empty else str(selector)
 
 
 def is_input(obj: Mapping[str, Any], parent: Mapping[str, Any], selector: LabelSelector, *,

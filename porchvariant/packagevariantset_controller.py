@@ -10,7 +10,9 @@ selects is read, so one that selects Secrets (refused) never starts an informer 
 
 Where this goes beyond Porch's controller (spec c.1-c.6):
 * Repositories and the kinds objectSelectors name are watched, so a newly labelled Repository or
-  target object gets its PackageVariant at once (Porch waits for an unrelated event).
+  target object gets its PackageVariant at once (Porch waits for an unrelated event); the objects
+  of those kinds are listed and watched with the objectSelector's label selector, in the set's
+  namespace, so that only what some set selects is cached.
 * A PackageVariant is updated only when what the set wants of it differs (Porch rewrites every
   one on every pass), and never deleted and re-created for a template edit.
 * `status.packageVariants` reports each target (Porch has no per-target status, nephio#646).
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import logging
 import threading
 from collections.abc import Mapping
@@ -46,9 +49,11 @@ from reconcile.cache import InformerCache
 from reconcile.clock import Clock
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey
 from reconcile.controller import Controller, Watches
-from reconcile.errors import AlreadyExists, ApiError, NotFound
+from reconcile.errors import AlreadyExists, ApiError, BadRequest, NotFound
+from reconcile.informer import Informer
 from reconcile.objects import controller_of
 from reconcile.outcome import Done, Outcome, RequeueAfter
+from reconcile.selectors import parse_labels
 
 __all__ = ["PACKAGE_VARIANT_SET", "PackageVariantSetController", "package_variant_set_controller"]
 
@@ -152,8 +157,14 @@ class PackageVariantSetController:
                                                     f'"{kind.api_version}"') from None
             if kind == REPOSITORY:
                 continue  # render_package_variants selects among the Repositories it is given
-            self._watch(kind)
-            found.extend(self.cache.list(kind, namespace if info.namespaced else ""))
+            labels = object_selector_labels(selector)
+            if labels is None:
+                continue  # render_package_variants reports the selector that does not parse
+            scope = namespace if info.namespaced else ""
+            self._watch(kind, scope, labels)
+            # only what the selector selects is listed and cached: the server applies it
+            informer = self.cache.informer(kind, namespace=scope, labels=labels)
+            found.extend(self.cache.narrowed(lists={kind: functools.partial(_only, informer)}).list(kind, scope))
         return found
 
     def _ensure(self, pvs: Obj, wanted: list[dict[str, Any]]) -> None:
@@ -226,14 +237,28 @@ class PackageVariantSetController:
                                            observed_generation=generation if isinstance(generation, int) else None)
         return list(out or [])
 
-    def _watch(self, kind: Kind) -> None:
-        """Wake every set in an object's namespace when an object of `kind` changes."""
+    def _watch(self, kind: Kind, namespace: str, labels: str | None) -> None:
+        """Wake every set in an object's namespace when an object of `kind` an objectSelector
+        selects changes (or stops being selected: the server sends that as a deletion)."""
         if self.controller is not None:
-            self.controller.watch_more(self.cache, Watches(kind, self._sets_beside))
+            self.controller.watch_more(self.cache, Watches(kind, self._sets_beside, namespace=namespace, labels=labels))
 
     def _sets_beside(self, obj: Obj) -> list[ObjectKey]:
         namespace = (obj.get("metadata") or {}).get("namespace", "")
         return [ObjectKey.of(pvs) for pvs in self.cache.list(PACKAGE_VARIANT_SET, namespace)]
+
+
+def _only(informer: Informer, namespace: str) -> list[Informer]:
+    return [informer]
+
+
+def object_selector_labels(selector: Mapping[str, Any]) -> str | None:
+    """The label selector of an objectSelector, as sent to the API server ("" for everything);
+    None when it does not parse."""
+    try:
+        return str(parse_labels({key: selector[key] for key in ("matchLabels", "matchExpressions") if key in selector}))
+    except BadRequest:
+        return None
 
 
 def package_variant_set_controller(cluster: Cluster, cache: InformerCache, clock: Clock, *,

@@ -43,6 +43,7 @@ from reconcile.errors import NotLeading, ReconcileError, Terminal, is_determinis
 from reconcile.informer import Informer
 from reconcile.objects import controller_of
 from reconcile.outcome import Done, Outcome, RequeueAfter
+from reconcile.selectors import parse_labels
 from reconcile.workqueue import NoMetrics, QueueMetrics, WorkQueue
 
 K = TypeVar("K", bound=Hashable)  # a controller's key: an ObjectKey, unless it reconciles something finer
@@ -65,8 +66,11 @@ FENCED = "fenced"  # returned by process() for a reconcile not started (the fenc
 class Watch(Generic[K]):
     """A watched kind and how its objects map to primary keys (`to_keys` gets the primary kind).
 
-    `namespace` and `labels` narrow the informer; `metadata_only` caches just the metadata, for
-    kinds whose objects are only mapped to keys (children found by owner, say). `changes`, when
+    `namespace` and `labels` narrow the informer: the API server lists and watches only what
+    they select (an object that stops matching `labels` arrives as a deletion, carrying its last
+    matching state), and watches that select alike share one informer. `metadata_only` caches
+    just the metadata (and asks the server for no more), for kinds whose objects are only mapped
+    to keys (children found by owner, say) or selected on their metadata. `changes`, when
     given, says whether a change `(old, new)` is worth a reconcile at all (a status-only update,
     say, may not be): changes it refuses map to no keys. `delay` (seconds) holds the keys back a
     little, so that a burst of changes (the children a reconcile just created) brings one
@@ -195,7 +199,7 @@ class Controller(Generic[K]):
     fence: fencing.Fence | None = None
     retry_deterministic: bool = True
     queue: WorkQueue[K] = field(init=False)
-    _late: set[tuple[Kind, str]] = field(init=False, default_factory=set)
+    _late: set[tuple[Kind, str, str, bool]] = field(init=False, default_factory=set)
     _late_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _bound: list[tuple[Informer, Handler]] = field(init=False, default_factory=list)
 
@@ -221,12 +225,14 @@ class Controller(Generic[K]):
             informer.remove_handler(handler)
 
     def watch_more(self, informers: Informers, watch: Watch[K]) -> None:
-        """Start one more watch while running, for a kind learnt from the objects themselves (an
-        injected kind, an objectSelector's). Once per kind and namespace; later calls do nothing."""
+        """Start one more watch while running, for a kind or a selection learnt from the objects
+        themselves (an injected kind, an objectSelector's, a parent's selector). Once per kind,
+        namespace, label selector and metadata-only; later calls do nothing."""
+        scope = (watch.kind, watch.namespace, str(parse_labels(watch.labels)), watch.metadata_only)
         with self._late_lock:
-            if (watch.kind, watch.namespace) in self._late:
+            if scope in self._late:
                 return
-            self._late.add((watch.kind, watch.namespace))
+            self._late.add(scope)
         self._subscribe(informers, watch)
 
     def _subscribe(self, informers: Informers, watch: Watch[Any]) -> Informer:

@@ -7,10 +7,17 @@ Promises:
   * a watch that ends or breaks resumes from the last resourceVersion seen (bookmarks included),
     so nothing is lost or repeated; a `Gone` answer triggers one relist, whose differences with
     the cache reach the handlers as ordinary changes; other failures retry with back-off;
+  * lists (the first and every relist) are taken page by page where the cluster offers pages
+    (`PagedSource`), each page transformed before the next is read;
   * `last_activity` (clock.monotonic()) moves with every event and bookmark, for health checks
     that must notice a watch gone silent;
   * a handler that raises is logged and skipped: the change still reaches the cache and every
     other handler, and the watch goes on.
+A metadata-only informer asks the server for metadata alone (PartialObjectMetadata, as
+controller-runtime's metadata informers do) when the cluster can serve it (`MetadataSource`), so
+that neither the wire nor the decoder carries what the cache would drop; the server answers with
+apiVersion meta.k8s.io/v1 and kind PartialObjectMetadata, and the cache puts back the informer's
+own kind. Other clusters are listed in full and the metadata kept.
 Does not: decide what a change means (controllers map changes to keys), or write to the cluster.
 Cached objects are shared: read them, never change them (copy first).
 """
@@ -22,11 +29,11 @@ import contextlib
 import logging
 import sys
 import threading
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol, runtime_checkable
 
 from reconcile.clock import SYSTEM_CLOCK, Clock
-from reconcile.cluster import Cluster, Kind, LabelSelector, Obj, ObjectKey
+from reconcile.cluster import Cluster, Kind, LabelSelector, ListResult, Obj, ObjectKey, WatchEvent
 from reconcile.errors import Gone
 from reconcile.ratelimit import ItemBackoff
 
@@ -50,6 +57,42 @@ def drop_managed_fields(obj: Obj) -> Obj:
 def metadata_only(obj: Obj) -> Obj:
     """A transform keeping only apiVersion, kind and metadata (without managedFields)."""
     return drop_managed_fields({k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj})
+
+
+@runtime_checkable
+class MetadataSource(Protocol):
+    """A cluster that can list and watch metadata alone: objects (and list items) come as
+    `{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": ...}`, which
+    is what kube-apiserver answers to `Accept: application/json;as=PartialObjectMetadata(List)`."""
+
+    def list_metadata(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None,
+                      fields: str | None = None) -> ListResult: ...
+
+    def watch_metadata(self, kind: Kind, *, resource_version: str, namespace: str = "",
+                       labels: LabelSelector = None, fields: str | None = None,
+                       timeout: float | None = None) -> Iterator[WatchEvent]: ...
+
+
+@runtime_checkable
+class PagedSource(Protocol):
+    """A cluster that can hand a list over page by page (KubeCluster: the server's own pages), so
+    that a relist keeps only what its transform keeps of each page, never a whole list of whole
+    objects beside the cache it builds."""
+
+    def pages(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None, fields: str | None = None,
+              metadata_only: bool = False) -> Iterator[ListResult]: ...
+
+
+def as_kind(kind: Kind) -> Transform:
+    """A transform for metadata-only answers: `metadata_only`, with the object's own apiVersion
+    and kind in place of PartialObjectMetadata's (readers and mappers look at them)."""
+    api_version, name = sys.intern(kind.api_version), sys.intern(kind.kind)
+
+    def transform(obj: Obj) -> Obj:
+        out = metadata_only(obj)
+        out["apiVersion"], out["kind"] = api_version, name
+        return out
+    return transform
 
 
 # Metadata fields whose values are unique to one object: sharing them would only grow the table.
@@ -105,13 +148,21 @@ class Informer:
 
     Indexes "namespace" and "owner" (owner uid) are built in; `add_index` adds others, such as
     `by_labels` or any function of the object. `transform` shapes every object before it is
-    cached (the default drops managedFields; `metadata_only` keeps just the metadata)."""
+    cached (the default drops managedFields; `metadata_only` keeps just the metadata). With
+    `metadata`, only metadata is cached, and only metadata is asked of a cluster that can
+    serve it (see the module docstring)."""
 
     def __init__(self, cluster: Cluster, kind: Kind, *, namespace: str = "", labels: LabelSelector = None,
                  transform: Transform = drop_managed_fields, clock: Clock = SYSTEM_CLOCK,
-                 watch_timeout: float = 300.0, backoff: ItemBackoff | None = None) -> None:
+                 watch_timeout: float = 300.0, backoff: ItemBackoff | None = None,
+                 metadata: bool = False) -> None:
         self.cluster, self.kind, self.namespace, self.labels = cluster, kind, namespace, labels
         self.transform, self.clock, self.watch_timeout = transform, clock, watch_timeout
+        # metadata: list and watch PartialObjectMetadata where the cluster serves it
+        self._metadata = cluster if metadata and isinstance(cluster, MetadataSource) else None
+        self.holds_metadata_only = metadata or transform is metadata_only
+        if metadata:
+            self.transform = as_kind(kind)
         self.backoff = backoff or ItemBackoff(first=0.5, cap=30.0)
         self.synced = threading.Event()
         self._listing = threading.local()  # per thread: a replay in add_handler and a relist may overlap
@@ -230,9 +281,8 @@ class Informer:
             self._wake.notify_all()
 
     def _relist(self) -> None:
-        result = self.cluster.list(self.kind, namespace=self.namespace, labels=self.labels)
+        fresh, version = self._list()
         self.relists += 1
-        fresh = {ObjectKey.of(obj): share_strings(self.transform(obj)) for obj in result.items}
         with self._lock:
             gone = [key for key in self._cache if key not in fresh]
             changes: list[Change] = [(self._cache.get(key), obj) for key, obj in fresh.items()
@@ -240,7 +290,7 @@ class Informer:
             changes += [(self._cache[key], None) for key in gone]
             for old, new in changes:
                 self._store(old, new)
-            self._resource_version = result.resource_version
+            self._resource_version = version
         self.last_activity = self.clock.monotonic()
         self._listing.on = True
         try:
@@ -249,9 +299,32 @@ class Informer:
             self._listing.on = False
         self.synced.set()
 
+    def _list(self) -> tuple[dict[ObjectKey, Obj], str]:
+        """Every object the list returns, transformed, and the list's resourceVersion; page by
+        page where the cluster offers pages (a raw page is dropped once transformed)."""
+        # the class must define pages: a wrapper delegating by attribute lookup that overrides
+        # `list` (to count, gate or slow lists) is listed through that `list`
+        cluster: Any = self.cluster
+        if callable(getattr(type(cluster), "pages", None)) and isinstance(cluster, PagedSource):
+            fresh: dict[ObjectKey, Obj] = {}
+            version = ""
+            for page in cluster.pages(self.kind, namespace=self.namespace, labels=self.labels,
+                                      metadata_only=self._metadata is not None):
+                for obj in page.items:
+                    fresh[ObjectKey.of(obj)] = share_strings(self.transform(obj))
+                version = page.resource_version
+            return fresh, version
+        if self._metadata is not None:
+            result = self._metadata.list_metadata(self.kind, namespace=self.namespace, labels=self.labels)
+        else:
+            result = self.cluster.list(self.kind, namespace=self.namespace, labels=self.labels)
+        return {ObjectKey.of(obj): share_strings(self.transform(obj)) for obj in result.items}, \
+            result.resource_version
+
     def _watch(self, stop: threading.Event) -> None:
-        events = self.cluster.watch(self.kind, resource_version=self._resource_version, namespace=self.namespace,
-                                    labels=self.labels, timeout=self.watch_timeout)
+        watch = self._metadata.watch_metadata if self._metadata is not None else self.cluster.watch
+        events = watch(self.kind, resource_version=self._resource_version, namespace=self.namespace,
+                       labels=self.labels, timeout=self.watch_timeout)
         self._stream = events
         if stop.is_set():  # stopped while the watch was being opened: wake() could not close it
             self._stream = None

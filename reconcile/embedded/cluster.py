@@ -24,6 +24,8 @@ revision. Custom storage (`serve`) is called without the lock.
 
 from __future__ import annotations
 
+import builtins
+import functools
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -58,6 +60,8 @@ from reconcile.errors import AlreadyExists, BadRequest, ServerError
 from reconcile.patching import apply_patch, clone
 from reconcile.selectors import FieldSelector, parse_fields, parse_labels
 
+PARTIAL_OBJECT_METADATA = Kind("meta.k8s.io/v1", "PartialObjectMetadata")
+PAGE_SIZE = 500  # objects per page of `pages`, as KubeCluster asks a real server for
 FIELD_MANAGER = "porchkit"  # the manager recorded for create, update and patch (they take none)
 T = TypeVar("T")
 
@@ -174,31 +178,89 @@ class EmbeddedCluster:
              fields: str | None = None) -> ListResult:
         """Objects of `kind` (in `namespace`, or everywhere), ordered by namespace and name;
         BadRequest for a malformed selector or a field label the kind does not support."""
-        label_selector, field_selector = parse_labels(labels), parse_fields(fields)
         storage = self._storage(kind)
         if storage is not None:
             return storage.list(kind, namespace=namespace, labels=labels, fields=fields)
+        return self._list(kind, namespace, labels, fields, lambda obj: _render(obj, kind))
+
+    def list_metadata(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None,
+                      fields: str | None = None) -> ListResult:
+        """As `list`, with every item a PartialObjectMetadata (apiVersion meta.k8s.io/v1): what
+        kube-apiserver answers to `Accept: application/json;as=PartialObjectMetadataList`."""
+        storage = self._storage(kind)
+        if storage is not None:
+            result = storage.list(kind, namespace=namespace, labels=labels, fields=fields)
+            return ListResult([_partial(obj) for obj in result.items], result.resource_version)
+        return self._list(kind, namespace, labels, fields, _partial)
+
+    def pages(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None, fields: str | None = None,
+              metadata_only: bool = False, page_size: int = PAGE_SIZE) -> Iterator[ListResult]:
+        """`list` (or `list_metadata`) in pages of `page_size`, each copied out only when the
+        caller asks for it, so that a caller keeping less than whole objects never holds two
+        copies of the whole list (as `KubeCluster.pages` does over a real server's pages). All
+        pages are of one consistent state and carry its resourceVersion."""
+        storage = self._storage(kind)
+        if storage is not None:
+            result = (self.list_metadata if metadata_only else self.list)(kind, namespace=namespace, labels=labels,
+                                                                         fields=fields)
+            yield result
+            return
+        items, revision = self._select(kind, namespace, labels, fields)
+        render = _partial if metadata_only else functools.partial(_render, kind=kind)
+        for start in range(0, max(len(items), 1), page_size):
+            yield ListResult([render(obj) for obj in items[start:start + page_size]], revision)
+
+    def _list(self, kind: Kind, namespace: str, labels: LabelSelector, fields: str | None,
+              render: Callable[[Obj], Obj]) -> ListResult:
+        items, revision = self._select(kind, namespace, labels, fields)
+        return ListResult([render(obj) for obj in items], revision)
+
+    def _select(self, kind: Kind, namespace: str, labels: LabelSelector,
+                fields: str | None) -> tuple[builtins.list[Obj], str]:
+        """The stored objects a list selects (shared: render before handing out), in order, and
+        the revision they are the state of."""
+        label_selector, field_selector = parse_labels(labels), parse_fields(fields)
         with self._lock:
             self._check_open()
             info = self._registry.info(kind)
             self._check_fields(kind, field_selector)
-            found = list(self._store.objects(group_kind(kind), namespace if info.namespaced else ""))
+            found = builtins.list(self._store.objects(group_kind(kind), namespace if info.namespaced else ""))
             revision = self._store.revision
         items = [obj for obj in found if label_selector.matches(obj["metadata"].get("labels"))
                  and field_selector.matches(obj)]
         items.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
-        return ListResult([_render(obj, kind) for obj in items], str(revision))
+        return items, str(revision)
 
     def watch(self, kind: Kind, *, resource_version: str, namespace: str = "", labels: LabelSelector = None,
               fields: str | None = None, timeout: float | None = None) -> Iterator[WatchEvent]:
         """Changes after `resource_version` ("" or "0": the current objects as ADDED first),
         BOOKMARKs, until `timeout` clock-seconds pass or the stream is closed. Raises Gone at
-        once when that version is older than the history kept."""
-        label_selector, field_selector = parse_labels(labels), parse_fields(fields)
+        once when that version is older than the history kept. With a selector, an object that
+        starts matching arrives as ADDED and one that stops matching as DELETED, carrying its
+        previous state at the new resourceVersion, as kube-apiserver's watch cache sends them
+        (cacheWatcher.convertToWatchEvent)."""
         storage = self._storage(kind)
         if storage is not None:
             return storage.watch(kind, resource_version=resource_version, namespace=namespace, labels=labels,
                                  fields=fields, timeout=timeout)
+        return self._watch(kind, resource_version, namespace, labels, fields, timeout,
+                           render=lambda obj: _render(obj, kind), shown_as=kind)
+
+    def watch_metadata(self, kind: Kind, *, resource_version: str, namespace: str = "", labels: LabelSelector = None,
+                       fields: str | None = None, timeout: float | None = None) -> Iterator[WatchEvent]:
+        """As `watch`, with every object (bookmarks too) a PartialObjectMetadata: what
+        kube-apiserver sends to `Accept: application/json;as=PartialObjectMetadata`."""
+        storage = self._storage(kind)
+        if storage is not None:
+            events = storage.watch(kind, resource_version=resource_version, namespace=namespace, labels=labels,
+                                   fields=fields, timeout=timeout)
+            return (WatchEvent(event.type, _partial(event.object)) for event in events)
+        return self._watch(kind, resource_version, namespace, labels, fields, timeout, render=_partial,
+                           shown_as=PARTIAL_OBJECT_METADATA)
+
+    def _watch(self, kind: Kind, resource_version: str, namespace: str, labels: LabelSelector, fields: str | None,
+               timeout: float | None, *, render: Callable[[Obj], Obj], shown_as: Kind) -> Iterator[WatchEvent]:
+        label_selector, field_selector = parse_labels(labels), parse_fields(fields)
         with self._lock:
             self._check_open()
             info = self._registry.info(kind)
@@ -214,9 +276,9 @@ class EmbeddedCluster:
                            if not scope or (c.object["metadata"].get("namespace") or "") == scope]
             watcher = Watcher(gk, scope, backlog)
             self._hub.add(watcher)
-        return WatchStream(watcher, kind=kind, labels=label_selector, fields=field_selector, clock=self._clock,
+        return WatchStream(watcher, kind=shown_as, labels=label_selector, fields=field_selector, clock=self._clock,
                            bookmark_interval=self._bookmark_interval, timeout=timeout, revision=self._revision,
-                           render=lambda obj: _render(obj, kind))
+                           render=render)
 
     # writes
 
@@ -422,6 +484,12 @@ def _body(obj: Obj) -> Obj:
         missing = "Kind" if not body.get("kind") else "apiVersion"
         raise BadRequest(f"Object '{missing}' is missing in the request")
     return body
+
+
+def _partial(obj: Obj) -> Obj:
+    """What leaves the cluster for a metadata-only request: the object's metadata alone."""
+    return {"apiVersion": PARTIAL_OBJECT_METADATA.api_version, "kind": PARTIAL_OBJECT_METADATA.kind,
+            "metadata": clone(obj["metadata"])}
 
 
 def _render(obj: Obj, kind: Kind) -> Obj:

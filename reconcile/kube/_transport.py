@@ -58,15 +58,17 @@ class Transport:
         self._api.close()
 
     def request(self, method: str, path: str, *, query: Iterable[tuple[str, str]] = (), body: Any = None,
-                content_type: str = JSON) -> tuple[int, Obj]:
+                content_type: str = JSON, accept: str = JSON) -> tuple[int, Obj]:
         """Send, read the whole answer and decode it: (status code, body); raises the mapped error."""
-        return self.finish(self.send(method, path, query=query, body=body, content_type=content_type))
+        return self.finish(self.send(method, path, query=query, body=body, content_type=content_type, accept=accept))
 
     def send(self, method: str, path: str, *, query: Iterable[tuple[str, str]] = (), body: Any = None,
-             content_type: str = JSON, timeout: tuple[float, float] | None = None) -> urllib3.BaseHTTPResponse:
+             content_type: str = JSON, timeout: tuple[float, float] | None = None,
+             accept: str = JSON) -> urllib3.BaseHTTPResponse:
         """The response with its body still unread (`finish` it or stream it); ServerError when the
-        server cannot be reached, BadRequest when `body` is not JSON."""
-        headers = {"Accept": JSON, **({"Content-Type": content_type} if body is not None else {})}
+        server cannot be reached, BadRequest when `body` is not JSON. `accept` may ask for another
+        representation (PartialObjectMetadata, say)."""
+        headers = {"Accept": accept, **({"Content-Type": content_type} if body is not None else {})}
         try:
             # the body stays out of param_serialize, so that nothing but json.dumps walks it
             _, url, headers, _, _ = self._api.param_serialize(method, path, query_params=list(query),

@@ -13,8 +13,11 @@ Promises:
   * `resource()` caches discovery per group-version and fetches it again on a miss (a kind a CRD
     adds after start is usable at once), after `discovery_ttl`, after this cluster wrote a CRD,
     and after a request for the kind got a 404 naming no object (its resource is gone).
-  * `list` pages with `limit`/`continue` (starting over once, unpaginated, when a continue token
-    expires, as client-go's pager does); list items carry apiVersion and kind.
+  * `list` pages with `limit`/`continue` (starting over once, still in pages, when a continue
+    token expires); list items carry apiVersion and kind.
+  * `list_metadata` and `watch_metadata` ask for PartialObjectMetadata (the `Accept` header
+    controller-runtime's metadata informers send) and hand its objects on as the server sends
+    them: apiVersion meta.k8s.io/v1, kind PartialObjectMetadata.
   * `watch` asks for bookmarks. `resource_version` "" or "0" starts with the current objects as
     ADDED, as in EmbeddedCluster, because that is what the API server itself does: "" is sent as
     no resourceVersion (the current state, read consistently), "0" as resourceVersion=0 (the
@@ -29,7 +32,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -52,13 +55,17 @@ from reconcile.cluster import (
     ResourceInfo,
 )
 from reconcile.errors import ApiError, BadRequest, Gone, NotFound, ReconcileError
-from reconcile.kube._transport import Transport, with_kind
+from reconcile.kube._transport import JSON, Transport, with_kind
 from reconcile.kube._watch import WatchStream
 from reconcile.selectors import parse_fields, parse_labels
 
 PATCH_CONTENT_TYPES: dict[str, str] = {"merge": "application/merge-patch+json", "json": "application/json-patch+json"}
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"  # JSON is YAML: the body is sent as JSON
 CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+# What controller-runtime's metadata informers ask for (kube-apiserver serves it since 1.15): the
+# server strips everything but metadata before encoding, so the rest never crosses the wire.
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+METADATA_OBJECT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,25 +199,54 @@ class KubeCluster:
     def list(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None,
              fields: str | None = None) -> ListResult:
         """Objects of `kind` in `namespace` (or everywhere), fetched in pages of `page_size`."""
+        return self._list(kind, namespace, labels, fields, accept=JSON)
+
+    def list_metadata(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None,
+                      fields: str | None = None) -> ListResult:
+        """As `list`, asking the server for metadata alone: items are PartialObjectMetadata
+        (apiVersion meta.k8s.io/v1), as the server sends them."""
+        return self._list(kind, namespace, labels, fields, accept=METADATA_LIST)
+
+    def pages(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None, fields: str | None = None,
+              metadata_only: bool = False) -> Iterator[ListResult]:
+        """`list` (or `list_metadata`) one page at a time, as the server sends them: the caller
+        keeps what it wants of each page, and no more than one page is decoded at once. Every
+        page carries the list's resourceVersion. Raises Gone when a continue token expires
+        before the last page (list from the start again)."""
+        accept = METADATA_LIST if metadata_only else JSON
         info = self.resource(kind)
         path, base = _path(info, namespace), _selectors(labels, fields)
-        items: list[Obj] = []
         token = ""
         while True:
             query = [*base, ("limit", str(self.options.page_size))] + ([("continue", token)] if token else [])
-            try:
-                page = self._call(kind, "GET", path, query=query)[1]
-            except Gone:
-                if not token:
-                    raise
-                # the continue token outlived the server's history (compaction): list again in
-                # one piece rather than fail, as client-go's pager does
-                items, page = [], self._call(kind, "GET", path, query=base)[1]
-            items += [with_kind(item, kind) for item in page.get("items") or []]
+            page = self._call(kind, "GET", path, query=query, accept=accept)[1]
             meta = page.get("metadata") or {}
+            yield ListResult([with_kind(item, kind) for item in page.get("items") or []],
+                             str(meta.get("resourceVersion") or ""))
             token = str(meta.get("continue") or "")
             if not token:
-                return ListResult(items, str(meta.get("resourceVersion") or ""))
+                return
+
+    def _list(self, kind: Kind, namespace: str, labels: LabelSelector, fields: str | None, *,
+              accept: str) -> ListResult:
+        metadata_only = accept == METADATA_LIST
+        for attempt in (1, 2):
+            items: list[Obj] = []
+            version, pages = "", 0
+            try:
+                for page in self.pages(kind, namespace=namespace, labels=labels, fields=fields,
+                                       metadata_only=metadata_only):
+                    items += page.items
+                    version, pages = page.resource_version, pages + 1
+            except Gone:
+                if not pages or attempt == 2:  # Gone for the first page is no expired continue token
+                    raise
+                # the continue token outlived the server's history (compaction): list again from
+                # the start, still in pages (client-go's pager lists in one piece here, which is
+                # the one giant answer paging is there to avoid)
+                continue
+            return ListResult(items, version)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def watch(self, kind: Kind, *, resource_version: str, namespace: str = "", labels: LabelSelector = None,
               fields: str | None = None, timeout: float | None = None) -> WatchStream:
@@ -218,6 +254,15 @@ class KubeCluster:
         BOOKMARKs, until the server ends the stream after `timeout` seconds (`timeoutSeconds`,
         rounded up to whole seconds; None: the server's default) or `close()`. Raises Gone (an
         ERROR event) when that version is too old."""
+        return self._watch(kind, resource_version, namespace, labels, fields, timeout, accept=JSON)
+
+    def watch_metadata(self, kind: Kind, *, resource_version: str, namespace: str = "", labels: LabelSelector = None,
+                       fields: str | None = None, timeout: float | None = None) -> WatchStream:
+        """As `watch`, asking the server for metadata alone: objects are PartialObjectMetadata."""
+        return self._watch(kind, resource_version, namespace, labels, fields, timeout, accept=METADATA_OBJECT)
+
+    def _watch(self, kind: Kind, resource_version: str, namespace: str, labels: LabelSelector, fields: str | None,
+               timeout: float | None, *, accept: str) -> WatchStream:
         info = self.resource(kind)
         query = [("watch", "true"), ("allowWatchBookmarks", "true"), *_selectors(labels, fields)]
         if resource_version:
@@ -226,7 +271,8 @@ class KubeCluster:
             query.append(("timeoutSeconds", str(max(1, math.ceil(timeout)))))
         idle = self.options.watch_idle_timeout
         path = _path(info, namespace)
-        response = self._transport.send("GET", path, query=query, timeout=(self.options.connect_timeout, idle))
+        response = self._transport.send("GET", path, query=query, timeout=(self.options.connect_timeout, idle),
+                                        accept=accept)
         if response.status >= 400:
             self._call(kind, "GET", path, response=response)  # raises
         return WatchStream(response, kind, idle_timeout=idle, host=self.host)

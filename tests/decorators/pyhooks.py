@@ -57,3 +57,12 @@ def attach_first_slowly(request: Request) -> Answer:
 def fail_finalize(request: Request) -> Answer:
     """A finalize hook that never succeeds."""
     raise RuntimeError("the cleanup cannot be done")
+
+
+def attach_secret(request: Request) -> Answer:
+    """A Secret `<target>-secret` holding the target's data (attachments of another kind than the
+    ConfigMap targets, so that only the targets' informer lists ConfigMaps)."""
+    target = request["object"]
+    return {"attachments": [{"apiVersion": "v1", "kind": "Secret",
+                             "metadata": {"name": f"{target['metadata']['name']}-secret"},
+                             "stringData": dict(target.get("data") or {})}]}

@@ -278,8 +278,9 @@ class _Handler(BaseHTTPRequestHandler):
                 raise Gone(message, status=make_status(410, "Expired", message))
             items, version, start = snapshot
         else:
-            result = api.cluster.list(info.kind, namespace=namespace, labels=query.get("labelSelector") or None,
-                                      fields=query.get("fieldSelector") or None)
+            lister = api.cluster.list_metadata if self._metadata_only("List") else api.cluster.list
+            result = lister(info.kind, namespace=namespace, labels=query.get("labelSelector") or None,
+                            fields=query.get("fieldSelector") or None)
             items, version, start = result.items, result.resource_version, 0
         end = start + limit if limit else len(items)
         meta: Obj = {"resourceVersion": version}
@@ -288,6 +289,10 @@ class _Handler(BaseHTTPRequestHandler):
             with api._lock:
                 api._snapshots[next_token] = (items, version, end)
             meta.update({"continue": next_token, "remainingItemCount": len(items) - end})
+        if self._metadata_only("List"):  # PartialObjectMetadata items keep their apiVersion and kind
+            self._send(200, {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList", "metadata": meta,
+                             "items": items[start:end]})
+            return
         page = [{k: v for k, v in obj.items() if k not in ("apiVersion", "kind")} for obj in items[start:end]]
         self._send(200, {"apiVersion": info.kind.api_version, "kind": f"{info.kind.kind}List", "metadata": meta,
                          "items": page})  # like the real server, list items carry no apiVersion and kind
@@ -298,7 +303,8 @@ class _Handler(BaseHTTPRequestHandler):
         timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
         bookmarks = query.get("allowWatchBookmarks") in ("1", "true")
         try:
-            stream: Iterator[WatchEvent] | None = api.cluster.watch(
+            watch = api.cluster.watch_metadata if self._metadata_only("") else api.cluster.watch
+            stream: Iterator[WatchEvent] | None = watch(
                 info.kind, resource_version="" if version == "0" else version, namespace=namespace,
                 labels=query.get("labelSelector") or None, fields=query.get("fieldSelector") or None, timeout=timeout)
         except Gone as err:  # an expired resourceVersion is an ERROR event in a 200 stream, not an HTTP error
@@ -365,6 +371,10 @@ class _Handler(BaseHTTPRequestHandler):
                          "details": details})
 
     # the wire
+
+    def _metadata_only(self, suffix: str) -> bool:
+        """Whether the client asked for PartialObjectMetadata (`suffix` "List" for a list)."""
+        return f"as=PartialObjectMetadata{suffix};" in (self.headers.get("Accept") or "")
 
     def _send(self, code: int, body: Obj, *, retry_after: str | None = None) -> None:
         data = json.dumps(body).encode()

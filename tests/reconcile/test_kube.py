@@ -394,14 +394,32 @@ def test_list_pages_through_limit_and_continue(server: ApiServer, kubeconfig: Pa
     assert ["continue" in p for p in pages] == [False, True, True]
 
 
-def test_an_expired_continue_token_lists_again_in_one_piece(server: ApiServer, kubeconfig: Path) -> None:
+def test_an_expired_continue_token_lists_again_from_the_start_still_in_pages(server: ApiServer,
+                                                                            kubeconfig: Path) -> None:
+    with KubeCluster.from_kubeconfig(kubeconfig, options=KubeOptions(page_size=2)) as kube:
+        for index in range(3):
+            kube.create(configmap(f"cm{index}"))
+        expired: list[bool] = []
+
+        def expire_once(request: Any) -> None:
+            if "continue" in request.query and not expired:
+                expired.append(True)
+                server.expire_continue_tokens()
+        server.requests.clear()
+        server.on_request = expire_once
+        result = kube.list(CONFIGMAP, namespace="default")
+    assert [o["metadata"]["name"] for o in result.items] == ["cm0", "cm1", "cm2"]
+    pages = [r.query for r in server.requests if r.path == "/api/v1/namespaces/default/configmaps"]
+    assert [("continue" in p, p.get("limit")) for p in pages] == [(False, "2"), (True, "2"), (False, "2"), (True, "2")]
+
+
+def test_a_continue_token_expiring_twice_in_one_list_is_gone(server: ApiServer, kubeconfig: Path) -> None:
     with KubeCluster.from_kubeconfig(kubeconfig, options=KubeOptions(page_size=2)) as kube:
         for index in range(3):
             kube.create(configmap(f"cm{index}"))
         server.on_request = lambda request: server.expire_continue_tokens() if "continue" in request.query else None
-        result = kube.list(CONFIGMAP, namespace="default")
-    assert [o["metadata"]["name"] for o in result.items] == ["cm0", "cm1", "cm2"]
-    assert "limit" not in server.requests[-1].query
+        with pytest.raises(Gone):
+            kube.list(CONFIGMAP, namespace="default")
 
 
 # watch
@@ -490,3 +508,28 @@ def test_a_silent_watch_raises_server_error(tmp_path: Path) -> None:
             with pytest.raises(ServerError, match="received nothing"):
                 next(stream)
             assert time.monotonic() - started < 3
+
+
+def test_an_informer_lists_page_by_page_and_asks_for_metadata_alone(server: ApiServer, kubeconfig: Path) -> None:
+    from reconcile.informer import Informer
+
+    with KubeCluster.from_kubeconfig(kubeconfig, options=KubeOptions(page_size=2)) as kube:
+        for index in range(5):
+            kube.create(configmap(f"cm{index}", payload="x" * 100))
+        server.requests.clear()
+        informer = Informer(kube, CONFIGMAP, namespace="default", metadata=True)
+        stop = threading.Event()
+        thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
+        thread.start()
+        try:
+            assert informer.synced.wait(10)
+            cached = sorted(informer.list(), key=lambda o: o["metadata"]["name"])
+            assert [(o["kind"], o["metadata"]["name"]) for o in cached] == [("ConfigMap", f"cm{i}") for i in range(5)]
+            assert all("data" not in o for o in cached)
+            pages = [r.query for r in server.requests
+                     if r.path == "/api/v1/namespaces/default/configmaps" and "watch" not in r.query]
+            assert [(p["limit"], "continue" in p) for p in pages] == [("2", False), ("2", True), ("2", True)]
+        finally:
+            stop.set()
+            informer.wake()
+            thread.join(10)

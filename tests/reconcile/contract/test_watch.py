@@ -104,6 +104,24 @@ def test_a_label_selected_watch_sees_objects_enter_as_added_and_leave_as_deleted
     assert events[2].object["data"] == {"k": "1"}
 
 
+def test_an_object_leaving_a_label_selection_is_deleted_with_its_last_selected_state_at_the_new_version(
+        backend: Backend, namespace: str) -> None:
+    # kube-apiserver's watch cache (cacheWatcher.convertToWatchEvent): "return a delete event with
+    # the previous object content, but with the event's resource version"
+    cluster = backend.cluster
+    made = cluster.create(configmap("a", namespace, labels={"tier": "front"}, data={"k": "1"}))
+    stream = cluster.watch(CONFIGMAP, namespace=namespace, labels="tier=front",
+                           resource_version=made["metadata"]["resourceVersion"], timeout=WATCH_TIMEOUT)
+
+    left = cluster.update({**made, "metadata": {**made["metadata"], "labels": {"tier": "back"}}, "data": {"k": "2"}})
+
+    [event] = backend.take(stream, 1)
+    assert event.type == "DELETED"
+    assert event.object["metadata"]["labels"] == {"tier": "front"}
+    assert event.object["data"] == {"k": "1"}
+    assert event.object["metadata"]["resourceVersion"] == left["metadata"]["resourceVersion"]
+
+
 def test_a_bookmark_carries_a_resource_version_to_resume_from(backend: Backend, namespace: str) -> None:
     cluster = backend.cluster
     start = cluster.create(configmap("a", namespace))["metadata"]["resourceVersion"]
