@@ -60,6 +60,37 @@ class RoutedCluster:
         return self._for(kind).watch(kind, resource_version=resource_version, namespace=namespace, labels=labels,
                                      fields=fields, timeout=timeout)
 
+    # Metadata-only lists and watches, and lists in pages (reconcile.informer's MetadataSource and
+    # PagedSource), where the serving cluster offers them; whole objects otherwise (an informer
+    # keeps only the metadata of them either way).
+
+    def list_metadata(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None,
+                      fields: str | None = None) -> ListResult:
+        cluster = self._for(kind)
+        lister = getattr(cluster, "list_metadata", cluster.list)
+        result: ListResult = lister(kind, namespace=namespace, labels=labels, fields=fields)
+        return result
+
+    def watch_metadata(self, kind: Kind, *, resource_version: str, namespace: str = "",
+                       labels: LabelSelector = None, fields: str | None = None,
+                       timeout: float | None = None) -> Iterator[WatchEvent]:
+        cluster = self._for(kind)
+        watcher = getattr(cluster, "watch_metadata", cluster.watch)
+        events: Iterator[WatchEvent] = watcher(kind, resource_version=resource_version, namespace=namespace,
+                                               labels=labels, fields=fields, timeout=timeout)
+        return events
+
+    def pages(self, kind: Kind, *, namespace: str = "", labels: LabelSelector = None, fields: str | None = None,
+              metadata_only: bool = False) -> Iterator[ListResult]:
+        cluster = self._for(kind)
+        if callable(getattr(cluster, "pages", None)):
+            yield from cluster.pages(kind, namespace=namespace, labels=labels, fields=fields,  # type: ignore[attr-defined]
+                                     metadata_only=metadata_only)
+        elif metadata_only:
+            yield self.list_metadata(kind, namespace=namespace, labels=labels, fields=fields)
+        else:
+            yield cluster.list(kind, namespace=namespace, labels=labels, fields=fields)
+
     def create(self, obj: Obj) -> Obj:
         return self._for(Kind.of(obj)).create(obj)
 

@@ -68,3 +68,22 @@ def test_an_informer_over_a_routed_group_sees_its_changes(
         stop.set()
         informer.wake()
         thread.join(5)
+
+
+def test_metadata_lists_watches_and_pages_go_to_the_cluster_of_their_group(
+        clusters: tuple[EmbeddedCluster, EmbeddedCluster, RoutedCluster]) -> None:
+    _, side, routed = clusters
+    for name in ("a", "b", "c"):
+        routed.create({"apiVersion": "example.com/v1", "kind": "Widget", "spec": {"size": 1},
+                       "metadata": {"name": name, "namespace": "default", "labels": {"pick": str(name != "c")}}})
+    listed = routed.list_metadata(WIDGET, labels="pick=True")
+    assert sorted(item["metadata"]["name"] for item in listed.items) == ["a", "b"]
+    assert all(item["kind"] == "PartialObjectMetadata" and "spec" not in item for item in listed.items)
+    pages = list(routed.pages(WIDGET, metadata_only=True))
+    assert sorted(item["metadata"]["name"] for page in pages for item in page.items) == ["a", "b", "c"]
+    assert [page.resource_version for page in pages][-1] == side.list(WIDGET).resource_version
+    events = routed.watch_metadata(WIDGET, resource_version=listed.resource_version, timeout=5)
+    routed.patch(WIDGET, ObjectKey("default", "a"), {"spec": {"size": 2}})
+    event_type, obj = next(iter(events))[:2]
+    assert (event_type, obj["metadata"]["name"], "spec" in obj) == ("MODIFIED", "a", False)
+    getattr(events, "close", lambda: None)()
