@@ -19,8 +19,8 @@ In one run, on one server, with N = the decorators' worker count (--workers):
       manager's KubeCluster sent).
 
 Every figure is printed with the machine's load average (`os.getloadavg`, as `uptime` shows it):
-on a shared machine the ratios move with it. The sections of bench/realserver_scale.py
-(memory, start-up; another file, run only when it exists) are called at SCALE SECTIONS below.
+on a shared machine the ratios move with it. Then bench/realserver_scale.py's sections: the
+manager's memory against 0 and 25,000 unselected ConfigMaps, and start-up at scale.
 
 Run: `python bench/realserver_bench.py [--targets N] [--workers N]`. Exits non-zero when a
 target is missed, a pass fails, or a figure misses its target.
@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import realserver_scale  # bench/, beside this file
+
 from decorators.crds import decorator_controller_crd
 from decorators.instance import Options
 from decorators.spec import DECORATOR_CONTROLLER
@@ -54,7 +56,6 @@ from reconcile.hooks import HookPolicy
 from reconcile.manager import Manager
 
 KUBECONFIG = "PORCHKIT_TEST_KUBECONFIG"
-HERE = Path(__file__).resolve().parent
 CONFIGMAP = Kind("v1", "ConfigMap")
 NAMESPACE = Kind("v1", "Namespace")
 TARGET_LABEL = "bench.porchkit.dev/target"
@@ -223,19 +224,6 @@ def attached_on_server(connect: Callable[[], Any], namespace: str) -> int:
     return sum(1 for count in owners.values() if count == 1)
 
 
-# --- SCALE SECTIONS: bench/realserver_scale.py's memory and start-up sections -------------------
-
-
-def scale_sections() -> list[Callable[[str], object]]:
-    """The sections bench/realserver_scale.py lists in its SECTIONS (each called with the
-    kubeconfig's path, printing its own figures); none when that file is absent."""
-    if not (HERE / "realserver_scale.py").exists():
-        return []
-    import realserver_scale  # written separately; optional
-
-    return list(getattr(realserver_scale, "SECTIONS", ()))
-
-
 # --- waiting, output -------------------------------------------------------------------------------
 
 
@@ -333,8 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             admin.delete(NAMESPACE, ObjectKey("", namespace))
         admin.close()
     checks = report(figures)
-    for section in scale_sections():  # SCALE SECTIONS: memory and start-up, from bench/realserver_scale.py
-        section(kubeconfig)
+    checks += realserver_scale.measure(kubeconfig)  # memory and start-up at scale
     failed = 0
     for passed, what in checks:
         failed += not passed

@@ -15,8 +15,8 @@ Claims (issue 22), each printed with its figures, its ratio and the load average
 
 The real-server figures need a loopback kube-apiserver: `bash tests/e2e/cluster.sh run --
 python -m bench.realserver_scale` sets PORCHKIT_TEST_KUBECONFIG (see tests/e2e/conftest.py);
-without it only the embedded start-up is measured. `bench/realserver_bench.py` calls the
-functions here; `main()` runs them all.
+without it only the embedded start-up is measured. `bench/realserver_bench.py` runs `measure`
+after its own sections; `main()` runs it alone.
 """
 
 from __future__ import annotations
@@ -519,6 +519,27 @@ def report_embedded_startup(count: int = 100_000) -> dict[str, float]:
     return {**timed, "peak": traced["peak"]}
 
 
+def measure(kubeconfig: str | None, *, others: int = 25_000, startup: int = 25_000,
+            embedded: int = 100_000) -> list[tuple[bool, str]]:
+    """Every section: the embedded start-up, and with a real server its memory and start-up.
+    Prints the figures; returns the memory claims as (met, what) checks."""
+    report_embedded_startup(embedded)
+    if not kubeconfig:
+        say(f"no real API server ({KUBECONFIG} unset): run under `bash tests/e2e/cluster.sh run --`")
+        return []
+    workdir = Path(tempfile.mkdtemp(prefix="realserver-scale-"))
+    report = Report()
+    try:
+        added = real_server_memory(kubeconfig, others=others, workdir=workdir, report=report)
+        real_server_startup(kubeconfig, count=startup, workdir=workdir, report=report)
+    except BaseException:
+        say(f"manager logs kept in {workdir}")
+        raise
+    shutil.rmtree(workdir, ignore_errors=True)
+    return [(mib < TARGET_MIB, f"{what}: {others:,} unselected ConfigMaps add {mib:+.1f} MiB RSS (< {TARGET_MIB:g})")
+            for what, mib in added.items() if "fallback" not in what]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--others", type=int, default=25_000, help="unselected ConfigMaps (real server)")
@@ -526,21 +547,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedded", type=int, default=100_000, help="selected ConfigMaps at start-up (embedded)")
     args = parser.parse_args(argv)
     say(f"realserver_scale on {os.cpu_count()} CPUs")
-    report_embedded_startup(args.embedded)
-    kubeconfig = os.environ.get(KUBECONFIG)
-    if not kubeconfig:
-        say(f"no real API server ({KUBECONFIG} unset): run under `bash tests/e2e/cluster.sh run --`")
-        return 0
-    workdir = Path(tempfile.mkdtemp(prefix="realserver-scale-"))
-    report = Report()
-    try:
-        real_server_memory(kubeconfig, others=args.others, workdir=workdir, report=report)
-        real_server_startup(kubeconfig, count=args.startup, workdir=workdir, report=report)
-    except BaseException:
-        say(f"manager logs kept in {workdir}")
-        raise
-    shutil.rmtree(workdir, ignore_errors=True)
-    return 0
+    checks = measure(os.environ.get(KUBECONFIG), others=args.others, startup=args.startup, embedded=args.embedded)
+    for met, what in checks:
+        say(f"{'PASS' if met else 'FAIL'}  {what}")
+    return 0 if all(met for met, _ in checks) else 1
 
 
 if __name__ == "__main__":
