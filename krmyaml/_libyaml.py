@@ -95,7 +95,7 @@ def compose(text: str) -> Node | None:
     try:
         return yaml.compose(text, Loader=Loader)
     except (yaml.YAMLError, RecursionError) as err:
-        raise error_of(err) from None
+        raise error_of(err, text=text) from None
 
 
 def entries(node: Node) -> list[tuple[str | None, Node]]:
@@ -121,7 +121,7 @@ def construct(node: Node, text: str, shape: Shape | None = None, *, path: Path =
         return build(node, budget=max(MIN_ALIAS_BUDGET, ALIAS_BUDGET_PER_CHAR * len(text)), text=text,
                      shape=shape, path=path)
     except (yaml.YAMLError, RecursionError) as err:
-        raise error_of(err) from None
+        raise error_of(err, text=text) from None
 
 
 def build(node: Node, *, budget: int, text: str = "", shape: Shape | None = None, path: Path = ()) -> Any:
@@ -132,11 +132,17 @@ def build(node: Node, *, budget: int, text: str = "", shape: Shape | None = None
         raise yaml.YAMLError(TOO_DEEP) from None
 
 
-def error_of(err: BaseException, source: str = "") -> YamlError:
-    """The one-line YamlError for an error of PyYAML, libyaml or this module:
+def error_of(err: BaseException, source: str = "", text: str = "") -> YamlError:
+    """The one-line YamlError for an error of PyYAML, libyaml or this module reading `text`:
     `SOURCE: line N, column M: invalid YAML: PROBLEM` (each part there when known)."""
     if isinstance(err, RecursionError):
         return YamlError(f"invalid YAML: {TOO_DEEP}", where=source)
+    if isinstance(err, yaml.reader.ReaderError) and text:
+        # libyaml's reader counts UTF-8 bytes, and has no line or column to give
+        before = text.encode("utf-8", "surrogatepass")[: err.position].decode("utf-8", "replace")
+        line = f"line {before.count(chr(10)) + 1}, column {len(before) - before.rfind(chr(10))}"
+        return YamlError(f"invalid YAML: character U+{err.character:04X}: {err.reason}",
+                         where=": ".join(part for part in (source, line) if part))
     if isinstance(err, yaml.MarkedYAMLError):
         mark = err.problem_mark or err.context_mark
         line = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -57,7 +57,7 @@ def load_all(text: str, source: str = "") -> list[Any]:
     try:
         return list(_documents(text, source))
     except (yaml.YAMLError, RecursionError) as err:
-        raise error_of(err, source) from None
+        raise error_of(err, source, text) from None
 
 
 def dump_all(documents: Iterable[Any], stream: IO[str], *, explicit_start: bool = False) -> None:

@@ -131,3 +131,11 @@ def test_a_leading_zero_number_that_is_no_octal_reads_as_go_yaml_and_the_round_t
     [doc] = load_all("a: 08\nb: -09\nc: 0755\n")
     assert doc == {"a": 8.0, "b": -9.0, "c": 493} and type(doc["a"]) is float
     assert doc == roundtrip.load("a: 08\nb: -09\nc: 0755\n")
+
+
+def test_a_character_yaml_does_not_allow_is_one_line_naming_its_line_and_column() -> None:
+    # libyaml's reader reports a byte offset: the line and column count characters
+    with pytest.raises(YamlError) as refused:
+        load_all("a: éé\nb: x\x7f\n", "c.yaml")
+    assert str(refused.value) == ("c.yaml: line 2, column 5: invalid YAML: character U+007F: control characters are "
+                                  "not allowed")
