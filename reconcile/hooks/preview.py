@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import IO, Protocol, TypeVar
 
+from reconcile.errors import one_line
 from reconcile.hooks.build import parse_resolve
 from reconcile.manifests import start_local_run
 
@@ -27,5 +28,5 @@ def run_hook_preview(args: argparse.Namespace, reconcile_manifests: Callable[...
     preview = reconcile_manifests(args.files, resolve=parse_resolve(args.resolve), timeout=args.timeout)
     (print_yaml if args.output == "yaml" else print_table)(preview, sys.stdout)
     for line in preview.errors:
-        print(f"porchkit: {line}", file=sys.stderr)
+        print(f"porchkit: {one_line(line)}", file=sys.stderr)
     return 1 if preview.errors else 0
