@@ -103,6 +103,9 @@ PV_CASES = [
                                        "name": "edge"}, {"name": "settings"}]), []),
     ("injector-empty-name", pv(injectors=[{"name": "settings"}, {"kind": "ConfigMap", "name": ""}]),
      ["spec.injectors[1].name must not be empty"]),
+    ("package-longer-than-any-name", pv(downstream={"repo": "edge", "package": "p" * 254}),
+     ["spec.downstream.package: must be no more than 253 characters (a package revision's name holds it), not 254"]),
+    ("package-as-long-as-a-name", pv(upstream={**UPSTREAM, "package": "p" * 253}), []),
 ]
 
 
