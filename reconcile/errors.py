@@ -30,8 +30,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-LONGEST_WORD = 200  # characters of one unbroken run a printed message keeps
+LONGEST_WORD = 500  # characters of one unbroken run a printed message keeps (a path, ns/name: all of it)
 _LONG_WORD = re.compile(rf"\S{{{LONGEST_WORD + 1},}}")
+_KEPT = 100  # characters of a cut run shown
+_CLOSING = frozenset(":;,.)]}'\"")
 
 
 class ReconcileError(Exception):
@@ -133,7 +135,9 @@ def one_line(message: str) -> str:
 
 def _shortened(match: re.Match[str]) -> str:
     word = match.group()
-    return f"{word[: LONGEST_WORD // 2]}...({len(word):,} characters)"
+    end = word[-1] if word[-1] in _CLOSING else ""  # the `:` after a name still separates what follows
+    return f"{word[:_KEPT]}...({len(word):,} characters){end}"
+
 
 
 def is_deterministic(err: BaseException) -> bool:
