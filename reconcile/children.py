@@ -178,8 +178,8 @@ def manage_children(cluster: Cluster, owner: Obj, kinds: Sequence[ChildKind],
 
     Raises ChildrenError, after attempting every operation, when any failed; deterministic when
     each failure would only come back (an object that cannot be used, an invalid one, a kind not
-    served, a name held by another object). Never changes `owner`, the observed objects or the
-    desired ones.
+    served; not a name another object holds, which its owner may yet free). Never changes
+    `owner`, the observed objects or the desired ones.
     """
     run = _Pass(cluster, owner, stamp, terms, field_manager)
     wanted = run.plan(kinds, desired)
@@ -410,7 +410,7 @@ class _Pass:
         holder = objects.controller_of(found) if found is not None else None
         whose = f"; its controller is {holder.get('kind')} {holder.get('name')}" if holder else ""
         self.fail("create", rule.kind, key, f"an object of that name exists and is not {self.terms.belongs} "
-                                            f"(it is not adopted{whose})", transient=False)
+                                            f"(it is not adopted{whose})", transient=True)
 
     def owns(self, obj: Obj) -> bool:
         ref = objects.controller_of(obj)
