@@ -226,6 +226,8 @@ VARIANT_OBJECTS = {  # name -> (which object, path, value, what the one line say
                                  f"{VARIANT}spec.injectors[0]: must be an object, not a list"),
     "set-targets-a-number": ("set", ("spec", "targets"), 5,
                              f"{SET}(ValidationError): spec.targets: must be a list, not an integer"),
+    "set-thousands-of-wrong-targets": ("set", ("spec", "targets"), ["x"] * 20_000,
+                                       f"{SET}(ValidationError): spec.targets[0]: must be an object, not a string; "),
     "set-cel-syntax-error": ("set", PACKAGE_EXPR, "1 +",
                              f"{SET}(UnexpectedError): PackageVariantSet fan, target repository prod (package a): "
                              "template.downstream.packageExpr: ERROR: <input>:1:4: Syntax error"),
