@@ -178,8 +178,8 @@ def manage_children(cluster: Cluster, owner: Obj, kinds: Sequence[ChildKind],
 
     Raises ChildrenError, after attempting every operation, when any failed; deterministic when
     each failure would only come back (an object that cannot be used, an invalid one, a kind not
-    served; not a name another object holds, which its owner may yet free). Never changes
-    `owner`, the observed objects or the desired ones.
+    served, a name another child of `owner` holds; not a name anything else holds, which its
+    owner may yet free). Never changes `owner`, the observed objects or the desired ones.
     """
     run = _Pass(cluster, owner, stamp, terms, field_manager)
     wanted = run.plan(kinds, desired)
@@ -409,8 +409,12 @@ class _Pass:
                 return  # created by an earlier pass the caller has not seen yet: nothing to report
         holder = objects.controller_of(found) if found is not None else None
         whose = f"; its controller is {holder.get('kind')} {holder.get('name')}" if holder else ""
+        # Held by another child of the same owner (another input's output, another decorator's
+        # attachment): two answers want one name, and the one holding it keeps it. Held by
+        # anything else, its owner may yet free it.
+        sibling = holder is not None and holder.get("uid") == objects.metadata(self.owner).get("uid")
         self.fail("create", rule.kind, key, f"an object of that name exists and is not {self.terms.belongs} "
-                                            f"(it is not adopted{whose})", transient=True)
+                                            f"(it is not adopted{whose})", transient=not sibling)
 
     def owns(self, obj: Obj) -> bool:
         ref = objects.controller_of(obj)

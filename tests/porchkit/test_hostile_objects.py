@@ -185,6 +185,11 @@ CONTROLLER_OBJECTS = {  # name -> (command, folder, file, path, value, what ever
     "map-output-name-invalid": ("map", MAPS, "mapcontroller.yaml",
                                 ("spec", "hooks", "map", "pipeline", "pipeline", 0, "@project", 0, "metadata", "name"),
                                 "Bad_Name!", f'{MAPPER}map Service/default/'),
+    "map-one-output-name-for-every-input": ("map", MAPS, "mapcontroller.yaml",
+                                            ("spec", "hooks", "map", "pipeline", "pipeline", 0, "@project", 0,
+                                             "metadata", "name"), "same-for-all",
+                                            "create ConfigMap default/same-for-all: an object of that name exists "
+                                            "and is not an output of this parent for this input"),
     "map-output-kind-not-served": ("map", MAPS, "mapcontroller.yaml",
                                    ("spec", "hooks", "map", "pipeline", "target", "apiVersion"), "x",
                                    "(ConfigMap in x is not served)"),
