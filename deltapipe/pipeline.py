@@ -37,12 +37,17 @@ class Pipeline:
             self.stages = stages.parse(spec, self.sources, Compiler(clock))
         except DeltapipeError as err:
             raise (err if isinstance(err, PipelineError) else PipelineError(str(err))) from err
+        except RecursionError:  # the compiler recurses per level of an expression
+            raise PipelineError("an expression is nested too deeply to compile") from None
         self._engine = self._new_engine()
 
     def evaluate(self, objects: Objects) -> list[dict[str, Any]]:
         """The output objects for this world, ordered by (namespace, name); no state is kept."""
         engine = self._new_engine(atomic=False)
-        return [delta["object"] for delta in engine.apply(_as_upserts(objects))]
+        try:
+            return [delta["object"] for delta in engine.apply(_as_upserts(objects))]
+        except RecursionError:  # a value built or read deeper than evaluation recurses (the engine is ours alone)
+            raise DeltapipeError("a value is nested too deeply to evaluate") from None
 
     def apply(self, deltas: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """Feed input deltas; returns the output deltas. A failing apply changes no state."""

@@ -6,6 +6,14 @@ v1alpha1 are the older spellings), as YAML or JSON, and refuses everything else 
 is not a ResourceList, `items` that is not a list of mappings, a `functionConfig` that is not a
 mapping.
 
+JSON is YAML, and reads as kpt (go-yaml) reads it: Python's JSON reader is only a fast path,
+used when it gives the very values the YAML reader gives. Numbers take go-yaml's meaning (an
+integer past 64 bits is a float, a float past Go's range stays text); anything else it would
+read otherwise goes to the YAML reader, which refuses a key given twice, a `\\uD800`-`\\uDFFF`
+escape (a surrogate) and a character YAML does not allow unescaped (`\\x7f`, say) with their
+line, as go-yaml does, reads `NaN` and `Infinity` as the strings go-yaml reads, and bounds depth
+as for any YAML.
+
 Writing always produces block-style YAML with an `items` list (`items: []` when empty: an
 empty output would make kpt delete every file of the package, spec §2.2), then the
 `functionConfig` and the results. Items keep the order the function left them in. An item the
@@ -29,6 +37,7 @@ from krmfn.errors import InputError, OutputError, YamlError
 from krmfn.results import Result
 from krmyaml import roundtrip as yamlio
 from krmyaml._emit import emit_block
+from krmyaml._scalars import resolve_plain
 from krmyaml._shape import Shape
 from krmyaml._splice import splice_block
 from krmyaml.errors import UnwritableValue
@@ -120,12 +129,12 @@ def read(data: bytes | str) -> ResourceList:
     if not text.strip():
         raise InputError("empty input: expected a ResourceList")
     with _no_cyclic_gc():
-        if text.lstrip()[:1] in ("{", "["):
+        if text.lstrip()[:1] in ("{", "[") and yamlio.line_parser_can_read(text) and not _SURROGATE_ESCAPE.search(text):
             try:
                 return _read_json(text)
-            except (ValueError, RecursionError):
-                # Flow-style YAML that is not JSON (JSONDecodeError), or JSON that Python's reader
-                # cannot take (a number past int()'s 4,300 digits, deep nesting): libyaml reads or refuses it.
+            except (ValueError, RecursionError, _NotAsYaml):
+                # Flow-style YAML that is not JSON (JSONDecodeError), JSON that Python's reader cannot
+                # take (deep nesting), or reads otherwise than YAML: libyaml reads or refuses it.
                 pass
         try:
             return _read_block(text)
@@ -328,8 +337,29 @@ def _node_original(node: Any, text: str, path: tuple[Any, ...], value: Any) -> y
     return yamlio.Original(fingerprint=yamlio.fingerprint(value), factory=factory)
 
 
+class _NotAsYaml(Exception):
+    """JSON that Python's reader would read otherwise than the YAML reader does."""
+
+
+def _distinct_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    document = dict(pairs)
+    if len(document) != len(pairs):  # a key given twice: go-yaml refuses it, json.loads keeps the last
+        raise _NotAsYaml
+    return document
+
+
+def _not_a_number(name: str) -> Any:
+    raise _NotAsYaml  # NaN, Infinity, -Infinity: no JSON, and plain strings to go-yaml
+
+
+# go-yaml's number rules (`resolve_plain`) for JSON's numbers, which are all plain YAML scalars.
+_JSON = json.JSONDecoder(object_pairs_hook=_distinct_keys, parse_constant=_not_a_number, parse_int=resolve_plain,
+                         parse_float=resolve_plain)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def _read_json(text: str) -> ResourceList:
-    document = json.loads(text)
+    document = _JSON.decode(text)
     rl = _resource_list(document)
     source = _Source()
     pristine: list[Any] = []  # the document re-read, only if some item needs its original
@@ -337,7 +367,7 @@ def _read_json(text: str) -> ResourceList:
     def original_at(index: int) -> yamlio.Original:
         def factory() -> Shape:
             if not pristine:
-                pristine.append(json.loads(text))
+                pristine.append(_JSON.decode(text))
             return Shape(value=[pristine[0]["items"][index]])
 
         return yamlio.Original(fingerprint=None, factory=factory)
@@ -402,7 +432,8 @@ def _describe(value: Any) -> str:
 def write(rl: ResourceList) -> str:
     """The ResourceList as block-style YAML text, ending with a newline.
 
-    Raises OutputError if an item is not a mapping or holds a value YAML cannot carry; then
+    Raises OutputError if an item is not a mapping, holds a value YAML cannot carry or is nested
+    deeper than the writer goes (an item written back unchanged is copied, at any depth); then
     nothing has been written anywhere (the caller decides what to emit instead).
     """
     with _no_cyclic_gc():
@@ -410,6 +441,8 @@ def write(rl: ResourceList) -> str:
             return _write(rl)
         except UnwritableValue as err:
             raise OutputError(err.message, where=err.where) from None
+        except RecursionError:  # the writer recurses per level; libyaml reads deeper than it writes
+            raise OutputError("an item is nested too deeply to write") from None
 
 
 def _write(rl: ResourceList) -> str:

@@ -146,7 +146,11 @@ def _failed(
         output = resourcelist.write(pristine)
     except OutputError as err:  # a result the function built holds something unwritable
         pristine.results = [results.error(f"cannot write the results: {err}")] + ([extra] if extra else [])
-        output = resourcelist.write(pristine)
+        try:
+            output = resourcelist.write(pristine)
+        except OutputError as again:  # items with no text to copy (JSON) and too deep to write anew
+            return Outcome(code, b"", [f"{message} (and the input cannot be written back: {again})",
+                                       *(trace or [])], pristine)
     return Outcome(code, output.encode("utf-8"), [message, *(trace or [])], pristine)
 
 

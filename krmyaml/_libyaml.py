@@ -1,17 +1,37 @@
-"""The general YAML reader: libyaml's parser, with go-yaml's meaning for every scalar.
+"""The one YAML reader on libyaml: libyaml's parser and composer, go-yaml v3's meaning, and bounds.
 
-This is the path for everything `_blockparse.py` does not read itself: flow collections, folded
-scalars, anchors and aliases, merge keys, tags, multi-line scalars, whole documents that are not
-simple block style. PyYAML's composer (C-accelerated when libyaml is installed) builds the node
-graph; its YAML 1.1 resolver is switched off (every untagged scalar gets a marker tag), and
-`construct` gives each scalar the value go-yaml v3 would (`_scalars.resolve_plain`).
+Every path that hands YAML to libyaml comes here: `schema.load_all` (manifests, streams of
+documents), textedit's read-only `load_fast` (through `Loader`), and the round-trip reader for
+what `_blockparse.py` does not read itself (flow collections, folded scalars, anchors and
+aliases, merge keys, tags, whole documents that are not simple block style), which also asks for
+the nodes (`compose`, `entries`, `elements`) and their source text (`construct` with a `Shape`).
 
-Differences from PyYAML's own constructor, all on purpose:
+PyYAML's composer (C-accelerated) builds the node graph; its YAML 1.1 resolver is switched off
+(every untagged scalar gets a marker tag saying whether it was plain), and `_Builder` gives each
+node the value go-yaml v3 decodes into an untyped Go value (`_scalars.resolve_plain`):
+
+* `yes`, `on`, `NO` are strings; `0o17`, `0755`, `0x1F`, `0b101`, `1_000` are ints; an integer
+  beyond 64 bits is a float, and a float that overflows stays a string, as Go's parsers decide;
+  dates and `!!binary` stay strings; a local tag (`!foo`) is ignored;
+* a collection is read by its kind whatever its tag: `!!omap`, `!!pairs`, `!!set` give the list
+  or mapping written (go-yaml v3 knows none of them), and `!!map 0` is the string "0";
 * an alias is expanded into a *copy* each time it is used, so editing one place never changes
   another (YAML anchors are a writing shorthand; Kubernetes objects have no shared parts);
 * merge keys (`<<: *base`, also `!!merge <<:`) are expanded as go-yaml does: keys written in the
-  mapping win, then earlier merged mappings win over later ones;
-* timestamps and `!!binary` stay strings, as they do in an untyped Go value.
+  mapping win, then earlier merged mappings win over later ones. A subclass whose
+  `yaml_implicit_resolvers` has no merge entry reads a plain `<<` as an ordinary key.
+
+What go-yaml refuses is refused, and what would cost unbounded time or memory is bounded, each a
+`yaml.MarkedYAMLError` inside (PyYAML's own callers catch those) and a one-line `YamlError` from
+`compose`, `construct` and `error_of`:
+* a mapping key given twice (`mapping key "x" already defined at line N`), a key that is a
+  collection, a merge of something that is no mapping, an explicit tag the text does not fit
+  (`!!int abc`);
+* aliases that build more than ALIAS_BUDGET_PER_CHAR nodes per character of input (at least
+  MIN_ALIAS_BUDGET): the "billion laughs" document is refused after a bounded amount of work,
+  and an alias inside its own anchor at once;
+* nesting beyond libyaml's 1,000 levels, or Python's stack: `nested too deeply`;
+* a lone surrogate (from bytes decoded with "surrogateescape"), which is no character.
 
 PyYAML is imported only when this module is, so a function whose input is all simple block
 YAML never pays for importing it.
@@ -19,37 +39,52 @@ YAML never pays for importing it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from krmyaml import schema
 from krmyaml._scalars import resolve_plain
 from krmyaml._shape import Path, Shape
 from krmyaml.errors import YamlError
 
+TOO_DEEP = "nested too deeply"
+MIN_ALIAS_BUDGET = 100_000
+ALIAS_BUDGET_PER_CHAR = 20
+
+_TAG = "tag:yaml.org,2002:"
+_MERGE = _TAG + "merge"
 _PLAIN = "krmyaml:plain"
 _QUOTED = "krmyaml:quoted"
-_TAG = "tag:yaml.org,2002:"
 _STRING_TAGS = frozenset({_TAG + "str", _TAG + "binary", _TAG + "timestamp", "!"})
-_MERGE_TAGS = frozenset({_PLAIN, _TAG + "merge"})
-_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TYPED = {_TAG + "int": int, _TAG + "float": float, _TAG + "bool": bool}
 
 
-class _Loader(_BaseLoader):
-    """A composer whose resolver only says whether a scalar was plain: meaning comes later."""
+class Loader(yaml.CSafeLoader):
+    """libyaml's composer with go-yaml's meaning and the bounds of the module doc; usable as a
+    PyYAML Loader (`yaml.load_all(text, Loader=Loader)`) and by `compose` below."""
+
+    # Only the merge key is resolved from the text; every other scalar's meaning comes later.
+    yaml_implicit_resolvers = {"<": [(_MERGE, re.compile(r"^(?:<<)$"))]}
 
     def __init__(self, stream: str) -> None:
         try:
             super().__init__(stream)
         except UnicodeEncodeError as err:
-            raise schema.lone_surrogate(stream, err.start) from None
+            raise lone_surrogate(stream, err.start) from None
+        self.alias_budget = max(MIN_ALIAS_BUDGET, ALIAS_BUDGET_PER_CHAR * len(stream))
+        self._merges = any(tag == _MERGE for tag, _ in self.yaml_implicit_resolvers.get("<", ()))
 
     def resolve(self, kind: type[Node], value: Any, implicit: tuple[bool, bool]) -> str:
         if kind is ScalarNode:
-            return _PLAIN if implicit[0] else _QUOTED
+            if not implicit[0]:
+                return _QUOTED
+            return _MERGE if value == "<<" and self._merges else _PLAIN
         return _TAG + ("seq" if kind is SequenceNode else "map")
+
+    def construct_document(self, node: Node) -> Any:
+        return build(node, budget=self.alias_budget)
 
 
 def compose(text: str) -> Node | None:
@@ -58,18 +93,9 @@ def compose(text: str) -> Node | None:
     Raises YamlError, with a line and column, for invalid YAML or more than one document.
     """
     try:
-        return yaml.compose(text, Loader=_Loader)
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = err.problem or err.context or "invalid YAML"
-        if "maximum nesting depth" in problem:  # libyaml's own limit (PyYAML >= 6.0.4), in our words
-            raise YamlError("invalid YAML: nested too deeply") from err
-        raise YamlError(f"invalid YAML: {problem}", where=where) from err
-    except yaml.YAMLError as err:
-        raise YamlError(f"invalid YAML: {' '.join(str(err).split())}") from err
-    except RecursionError as err:
-        raise YamlError("invalid YAML: nested too deeply") from err
+        return yaml.compose(text, Loader=Loader)
+    except (yaml.YAMLError, RecursionError) as err:
+        raise error_of(err, text=text) from None
 
 
 def entries(node: Node) -> list[tuple[str | None, Node]]:
@@ -86,77 +112,126 @@ def elements(node: Node) -> list[Node] | None:
 
 
 def construct(node: Node, text: str, shape: Shape | None = None, *, path: Path = ()) -> Any:
-    """The value of `node`, built by go-yaml's rules; fills `shape` from `text` when given.
+    """The value of `node` (composed from `text` by `compose`), built by go-yaml's rules.
 
-    `text` must be the string the node was composed from (marks index into it); shape paths
-    start with `path`. Raises
-    YamlError for values go-yaml would refuse (a bad `!!int`, a merge of a non-mapping,
-    a key that is a collection) and for alias expansions that grow out of all proportion.
+    Fills `shape` from `text` when given (marks index into it); shape paths start with `path`.
+    Raises YamlError for what the module doc refuses.
     """
-    builder = _Builder(text, shape, budget=max(100_000, 20 * len(text)))
     try:
-        return builder.value(node, path)
-    except RecursionError as err:
-        raise YamlError("invalid YAML: nested too deeply") from err
+        return build(node, budget=max(MIN_ALIAS_BUDGET, ALIAS_BUDGET_PER_CHAR * len(text)), text=text,
+                     shape=shape, path=path)
+    except (yaml.YAMLError, RecursionError) as err:
+        raise error_of(err, text=text) from None
+
+
+def build(node: Node, *, budget: int, text: str = "", shape: Shape | None = None, path: Path = ()) -> Any:
+    """The value of `node`; yaml.MarkedYAMLError for what the module doc refuses."""
+    try:
+        return _Builder(budget, text, shape).value(node, path)
+    except RecursionError:
+        raise yaml.YAMLError(TOO_DEEP) from None
+
+
+def error_of(err: BaseException, source: str = "", text: str = "") -> YamlError:
+    """The one-line YamlError for an error of PyYAML, libyaml or this module reading `text`:
+    `SOURCE: line N, column M: invalid YAML: PROBLEM` (each part there when known)."""
+    if isinstance(err, RecursionError):
+        return YamlError(f"invalid YAML: {TOO_DEEP}", where=source)
+    if isinstance(err, yaml.reader.ReaderError) and text:
+        # libyaml's reader counts UTF-8 bytes, and has no line or column to give
+        before = text.encode("utf-8", "surrogatepass")[: err.position].decode("utf-8", "replace")
+        line = f"line {before.count(chr(10)) + 1}, column {len(before) - before.rfind(chr(10))}"
+        return YamlError(f"invalid YAML: character U+{err.character:04X}: {err.reason}",
+                         where=": ".join(part for part in (source, line) if part))
+    if isinstance(err, yaml.MarkedYAMLError):
+        mark = err.problem_mark or err.context_mark
+        line = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = err.problem or err.context or "invalid YAML"
+        if "maximum nesting depth" in problem:  # libyaml's own limit (PyYAML >= 6.0.4), in our words
+            problem = TOO_DEEP
+        return YamlError(f"invalid YAML: {problem}", where=": ".join(part for part in (source, line) if part))
+    return YamlError(f"invalid YAML: {' '.join(str(err).split())}", where=source)
+
+
+def lone_surrogate(text: str, index: int) -> yaml.MarkedYAMLError:
+    """The error for the lone surrogate at `text[index]`. It is no character, and libyaml, which
+    reads UTF-8, cannot be handed one; it comes from bytes decoded with "surrogateescape", as
+    Python decodes argv and, in the POSIX locale, stdin."""
+    mark = yaml.Mark("<unicode string>", index, text.count("\n", 0, index), index - text.rfind("\n", 0, index) - 1,
+                     None, 0)
+    return yaml.MarkedYAMLError(problem=f"a lone surrogate (U+{ord(text[index]):04X}) is not a character",
+                                problem_mark=mark)
 
 
 class _Builder:
-    def __init__(self, text: str, shape: Shape | None, budget: int) -> None:
-        self.text, self.shape, self.budget = text, shape, budget
+    """One document's values; one Python frame per level of nesting (merges aside)."""
+
+    __slots__ = ("budget", "text", "shape", "building")
+
+    def __init__(self, budget: int, text: str, shape: Shape | None) -> None:
+        self.budget, self.text, self.shape = budget, text, shape
+        self.building: set[int] = set()  # the collections being built: met again, an alias is inside its anchor
 
     def value(self, node: Node, path: Path) -> Any:
         self.budget -= 1
         if self.budget < 0:
-            raise YamlError("invalid YAML: aliases expand to an unreasonably large document")
+            raise _problem(node, "aliases expand to an unreasonably large document")
         if isinstance(node, ScalarNode):
-            value = _scalar(node)
-            self._record(node, path, flow=False)
-            return value
+            if self.shape is not None:
+                self._record(node, path, flow=False)
+            return _scalar(node)
+        if id(node) in self.building:
+            raise _problem(node, "an alias refers to a value that contains it")
+        self.building.add(id(node))
+        if self.shape is not None:
+            self._record(node, path, flow=bool(getattr(node, "flow_style", False)))
         if isinstance(node, SequenceNode):
-            self._record(node, path, flow=bool(node.flow_style))
-            return [self.value(child, path + (index,)) for index, child in enumerate(node.value)]
-        if isinstance(node, MappingNode):
-            self._record(node, path, flow=bool(node.flow_style))
-            return self._mapping(node, path)
-        raise YamlError(f"invalid YAML: unexpected node {type(node).__name__}")  # pragma: no cover
+            result: Any = [self.value(child, (*path, index)) for index, child in enumerate(node.value)]
+        else:
+            assert isinstance(node, MappingNode)  # the composer makes no other kind
+            result = self._mapping(node, path)
+        self.building.discard(id(node))
+        return result
 
     def _mapping(self, node: MappingNode, path: Path) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
         merges: list[Node] = []
-        lines: dict[str, int] = {}  # go-yaml refuses a key given twice (the same text)
+        lines: dict[str, int] = {}  # go-yaml refuses a key given twice (the same text), `<<` too
         for key_node, value_node in node.value:
-            if isinstance(key_node, ScalarNode) and key_node.value == "<<" and key_node.tag in _MERGE_TAGS:
+            if not isinstance(key_node, ScalarNode):
+                raise _problem(key_node, "a mapping key that is a collection")
+            if key_node.value in lines:
+                raise _problem(key_node, f'mapping key "{key_node.value}" already defined at line '
+                                         f"{lines[key_node.value]}")
+            lines[key_node.value] = key_node.start_mark.line + 1
+            if key_node.tag == _MERGE and key_node.value == "<<":
                 merges.append(value_node)
                 continue
-            if not isinstance(key_node, ScalarNode):
-                raise YamlError("invalid YAML: a mapping key that is a collection", where=_where(key_node))
-            if key_node.value in lines:
-                raise YamlError(f'invalid YAML: mapping key "{key_node.value}" already defined at line '
-                                f"{lines[key_node.value]}", where=_where(key_node))
-            lines[key_node.value] = key_node.start_mark.line + 1
             key = _scalar(key_node)
-            child = path + (key,)
+            child = (*path, key)
             if self.shape is not None:
                 raw = self._raw(key_node)
                 if raw is not None:
                     self.shape.keys[child] = raw
             result[key] = self.value(value_node, child)
+        if merges:
+            self._merge(result, merges, path)
+        return result
+
+    def _merge(self, result: dict[Any, Any], merges: list[Node], path: Path) -> None:
         shape, self.shape = self.shape, None  # merged values have no source text of their own here
         try:
             for merge in merges:
-                sources = merge.value if isinstance(merge, SequenceNode) else [merge]
-                for source in sources:
+                for source in merge.value if isinstance(merge, SequenceNode) else [merge]:
                     if not isinstance(source, MappingNode):
-                        raise YamlError("invalid YAML: a merge key needs a mapping", where=_where(source))
-                    for key, value in self._mapping(source, path).items():
+                        raise _problem(source, "map merge requires map or sequence of maps as the value")
+                    for key, value in self.value(source, path).items():
                         result.setdefault(key, value)
         finally:
             self.shape = shape
-        return result
 
     def _record(self, node: Node, path: Path, *, flow: bool) -> None:
-        if self.shape is None:
-            return
+        assert self.shape is not None
         if flow:
             self.shape.flow.add(path)
         if flow or isinstance(node, ScalarNode):
@@ -182,19 +257,19 @@ def _scalar(node: ScalarNode) -> Any:
     if tag == _QUOTED or tag in _STRING_TAGS:
         return text
     if tag == _TAG + "null":
+        if resolve_plain(text) is not None:
+            raise _problem(node, f"cannot decode {text!r} as a !!null")
         return None
-    if tag in (_TAG + "int", _TAG + "float", _TAG + "bool"):
-        value = resolve_plain(text)
-        kind = tag[len(_TAG) :]
-        if kind == "float" and type(value) is int:
-            return float(value)
-        wanted = {"int": int, "float": float, "bool": bool}[kind]
-        if type(value) is not wanted:
-            raise YamlError(f"invalid YAML: cannot read {text!r} as !!{kind}", where=_where(node))
-        return value
-    return text  # an application tag (`!foo`): go-yaml keeps the text of an unknown scalar
+    wanted = _TYPED.get(tag)
+    if wanted is None:
+        return text  # an application tag (`!foo`), or a collection's (`!!map 0`): go-yaml keeps the text
+    value = resolve_plain(text)
+    if wanted is float and type(value) is int:
+        return float(value)
+    if type(value) is not wanted:
+        raise _problem(node, f"cannot decode {text!r} as a !!{tag[len(_TAG):]}")
+    return value
 
 
-def _where(node: Node) -> str:
-    mark = node.start_mark
-    return f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+def _problem(node: Node, text: str) -> yaml.MarkedYAMLError:
+    return yaml.constructor.ConstructorError(None, None, text, node.start_mark)

@@ -137,6 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _one_line(err: BaseException) -> str:
+    from reconcile.errors import one_line  # only when there is an error to print: start-up stays small
+
     if isinstance(err, OSError) and err.strerror and err.filename:
-        return f"{err.filename}: {err.strerror.lower()}"
-    return " ".join(str(err).split()) or type(err).__name__
+        return one_line(f"{err.filename}: {err.strerror.lower()}")
+    return one_line(str(err)) or type(err).__name__

@@ -33,7 +33,7 @@ import krmyaml
 from porchvariant.errors import PorchVariantError
 from porchvariant.manifests import Manifest, check_variants, read_manifests
 from porchvariant.porch_flags import add_git_arguments, remote_settings, renderer
-from reconcile.errors import ReconcileError
+from reconcile.errors import ReconcileError, one_line
 from reconcile.manifests import add_local_arguments, print_columns, start_local_run, state_directory
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
 def render_files(args: argparse.Namespace) -> int:
     manifests = [_with_namespace(manifest) for manifest in read_manifests(args.files)]
-    variants = render_sets(manifests, warn=lambda line: print(f"porchkit: note: {line}", file=sys.stderr))
+    variants = render_sets(manifests, warn=lambda line: print(f"porchkit: note: {one_line(line)}", file=sys.stderr))
     _dump(variants, sys.stdout)
     return 0
 
@@ -84,7 +84,7 @@ def reconcile_files(args: argparse.Namespace) -> int:
     run = reconcile_manifests(manifests, state=args.state, approve=args.approve, renderer=renderer(args),
                               timeout=args.timeout, remotes=remote_settings(args))
     for note in run.notes:
-        print(f"porchkit: note: {note}", file=sys.stderr)
+        print(f"porchkit: note: {one_line(note)}", file=sys.stderr)
     if args.output == "yaml":
         _dump(run.revisions, sys.stdout)
     else:
@@ -93,7 +93,7 @@ def reconcile_files(args: argparse.Namespace) -> int:
         print("porchkit: note: without --state, a later run cannot tell these package revisions are its "
               "variants' own, and makes new ones", file=sys.stderr)
     for problem in run.problems:
-        print(f"porchkit: {problem}", file=sys.stderr)
+        print(f"porchkit: {one_line(problem)}", file=sys.stderr)
     return 1 if run.problems else 0
 
 

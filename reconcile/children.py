@@ -68,7 +68,7 @@ from reconcile.apply import (
     with_last_applied,
 )
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey
-from reconcile.errors import AlreadyExists, ApiError, Conflict, NotFound, ReconcileError
+from reconcile.errors import AlreadyExists, ApiError, BadRequest, Conflict, Invalid, NotFound, ReconcileError
 from reconcile.fields import FieldError
 from reconcile.patching import json_equal
 
@@ -176,8 +176,10 @@ def manage_children(cluster: Cluster, owner: Obj, kinds: Sequence[ChildKind],
     "3way" is Metacontroller's dynamic apply (last-applied annotation), "ssa" server-side apply
     as `field_manager`.
 
-    Raises ChildrenError, after attempting every operation, when any failed. Never changes
-    `owner`, the observed objects or the desired ones.
+    Raises ChildrenError, after attempting every operation, when any failed; deterministic when
+    each failure would only come back (an object that cannot be used, an invalid one, a kind not
+    served, a name another child of `owner` holds; not a name anything else holds, which its
+    owner may yet free). Never changes `owner`, the observed objects or the desired ones.
     """
     run = _Pass(cluster, owner, stamp, terms, field_manager)
     wanted = run.plan(kinds, desired)
@@ -197,7 +199,7 @@ def manage_children(cluster: Cluster, owner: Obj, kinds: Sequence[ChildKind],
         except _Skip:
             continue
     if run.failures:
-        raise ChildrenError(run.failures, run.changes, terms.noun, deterministic=run.unusable)
+        raise ChildrenError(run.failures, run.changes, terms.noun, deterministic=run.unusable or not run.transient)
     return run.changes
 
 
@@ -236,6 +238,7 @@ class _Pass:
     changes: list[Change] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     unusable: bool = False  # some desired object failed `plan`
+    transient: bool = False  # some failure may not come back on a retry (see `fail`)
 
     # --- planning (pure) ----------------------------------------------------------------------
 
@@ -291,7 +294,7 @@ class _Pass:
         except AlreadyExists:
             self.taken(rule, want)
         except ApiError as err:
-            self.fail("create", rule.kind, ObjectKey.of(want), str(err))
+            self.fail("create", rule.kind, ObjectKey.of(want), err)
         else:
             self.changes.append(Change("create", rule.kind, ObjectKey.of(want), _version(stored)))
 
@@ -306,7 +309,7 @@ class _Pass:
             except (NotFound, Conflict):
                 return  # gone or changed since it was read: the next pass starts from a fresh read
             except ApiError as err:
-                self.fail("update", rule.kind, ObjectKey.of(want), str(err))
+                self.fail("update", rule.kind, ObjectKey.of(want), err)
                 return
             if _version(stored) != _version(current):  # the server may find nothing to store
                 self.changes.append(Change("update", rule.kind, ObjectKey.of(want), _version(stored)))
@@ -323,7 +326,7 @@ class _Pass:
             try:
                 current = self.cluster.get(rule.kind, key)  # an apply would take over any object of that name
             except ApiError as err:
-                self.fail("create", rule.kind, key, str(err))
+                self.fail("create", rule.kind, key, err)
                 return
             if current is not None and not self.owns(current):
                 self.taken(rule, want, current)
@@ -358,7 +361,7 @@ class _Pass:
             except NotFound:
                 return
             except ApiError as err:
-                self.fail("update", rule.kind, key, str(err))
+                self.fail("update", rule.kind, key, err)
                 return
         stored = self.ssa(rule, key, "update", body)
         if stored is not None and _version(stored) != _version(current):
@@ -368,7 +371,7 @@ class _Pass:
         try:
             return apply_ssa(self.cluster, body, self.field_manager)
         except ApiError as err:
-            self.fail(action, rule.kind, key, str(err))
+            self.fail(action, rule.kind, key, err)
             return None
 
     # --- shared steps -------------------------------------------------------------------------
@@ -382,7 +385,7 @@ class _Pass:
         except (NotFound, Conflict):
             return  # gone already, or the name now holds another object: the one we meant is gone
         except ApiError as err:
-            self.fail(action, kind, key, str(err))
+            self.fail(action, kind, key, err)
         else:
             self.changes.append(Change(action, kind, key, uid=str(uid or "")))
 
@@ -391,7 +394,7 @@ class _Pass:
         try:
             return self.cluster.get(Kind.of(want), ObjectKey.of(want))
         except ApiError as err:
-            self.fail("update", rule.kind, ObjectKey.of(want), str(err))
+            self.fail("update", rule.kind, ObjectKey.of(want), err)
             raise _Skip from err
 
     def taken(self, rule: ChildKind, want: Obj, found: Obj | None = None) -> None:
@@ -406,16 +409,34 @@ class _Pass:
                 return  # created by an earlier pass the caller has not seen yet: nothing to report
         holder = objects.controller_of(found) if found is not None else None
         whose = f"; its controller is {holder.get('kind')} {holder.get('name')}" if holder else ""
+        # Held by another child of the same owner (another input's output, another decorator's
+        # attachment): two answers want one name, and the one holding it keeps it. Held by
+        # anything else, its owner may yet free it.
+        sibling = holder is not None and holder.get("uid") == objects.metadata(self.owner).get("uid")
         self.fail("create", rule.kind, key, f"an object of that name exists and is not {self.terms.belongs} "
-                                            f"(it is not adopted{whose})")
+                                            f"(it is not adopted{whose})", transient=not sibling)
 
     def owns(self, obj: Obj) -> bool:
         ref = objects.controller_of(obj)
         return (ref is not None and ref.get("uid") == objects.metadata(self.owner).get("uid")
                 and self.stamp.on(obj))
 
-    def fail(self, action: str, kind: Kind, key: ObjectKey, why: str) -> None:
+    def fail(self, action: str, kind: Kind, key: ObjectKey, why: str | ApiError, *, transient: bool | None = None,
+             ) -> None:
+        """Record a failure. A refusal of our own (a string) comes back on a retry; an API error
+        comes back only when the request itself is wrong: invalid (400, 422), or for a kind the
+        server does not serve (404 naming no object). Anything else may pass (a conflict, 5xx)."""
+        if transient is None:
+            transient = isinstance(why, ApiError) and not (
+                isinstance(why, BadRequest | Invalid) or (isinstance(why, NotFound) and _unserved(why)))
+        self.transient = self.transient or transient
         self.failures.append(f"{action} {kind} {key}: {why}")
+
+
+def _unserved(err: NotFound) -> bool:
+    """A 404 for the resource itself (its Status names no object), not for an object of it."""
+    details = err.status.get("details") if isinstance(err.status, dict) else None
+    return not (isinstance(details, dict) and details.get("name"))
 
 
 class _Skip(Exception):

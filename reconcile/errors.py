@@ -20,11 +20,20 @@ cannot be used, a resource that is not served). Unlike Terminal, it is retried b
 something outside the input may still change (the hook is redeployed, a CRD installed); a one-off
 run, where nothing else changes, reports it at once instead (controller.py). An error raised
 `from` a deterministic one is deterministic too (`is_deterministic`).
+
+`one_line(message)` is how every command prints an error's message: one line, and no value the
+input made huge (a 200,000-character name) repeated whole.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+LONGEST_WORD = 500  # characters of one unbroken run a printed message keeps (a path, ns/name: all of it)
+_LONG_WORD = re.compile(rf"\S{{{LONGEST_WORD + 1},}}")
+_KEPT = 100  # characters of a cut run shown
+_CLOSING = frozenset(":;,.)]}'\"")
 
 
 class ReconcileError(Exception):
@@ -116,6 +125,19 @@ class StateInUse(ReconcileError):
 class Terminal(ReconcileError):
     """Raised by a reconciler for a failure that retrying cannot fix (an invalid spec, say): the
     runtime records it and waits for the object to change instead of backing off and retrying."""
+
+
+def one_line(message: str) -> str:
+    """`message` on one line (whitespace runs become one space), each run of more than
+    LONGEST_WORD characters without a space cut to its start and its length."""
+    return _LONG_WORD.sub(_shortened, " ".join(message.split()))
+
+
+def _shortened(match: re.Match[str]) -> str:
+    word = match.group()
+    end = word[-1] if word[-1] in _CLOSING else ""  # the `:` after a name still separates what follows
+    return f"{word[:_KEPT]}...({len(word):,} characters){end}"
+
 
 
 def is_deterministic(err: BaseException) -> bool:

@@ -28,6 +28,7 @@ from typing import IO, Any, Generic, Protocol, TypeVar
 
 from reconcile.cluster import Kind, Obj, ObjectKey
 from reconcile.embedded import EmbeddedCluster
+from reconcile.errors import one_line
 from reconcile.events import EventRecorder
 from reconcile.hooks.build import parse_resolve
 from reconcile.idle import run_until_idle
@@ -141,5 +142,5 @@ def run_hook_preview(args: argparse.Namespace, reconcile_manifests: Callable[...
     preview = reconcile_manifests(args.files, resolve=parse_resolve(args.resolve), timeout=args.timeout)
     (print_yaml if args.output == "yaml" else print_table)(preview, sys.stdout)
     for line in preview.errors:
-        print(f"porchkit: {line}", file=sys.stderr)
+        print(f"porchkit: {one_line(line)}", file=sys.stderr)
     return 1 if preview.errors else 0

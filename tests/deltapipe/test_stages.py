@@ -163,3 +163,11 @@ def test_gather_keeps_repeated_values_once_per_member() -> None:
 def test_gather_template_is_the_member_with_the_smallest_provenance() -> None:
     out = run({"@gather": ["$.k", "$.v"]}, obj("zeta", k=1, v=1, extra="z"), obj("alpha", k=1, v=2, extra="a"))
     assert out == [{"metadata": {"name": "alpha"}, "k": 1, "v": [1, 2], "extra": "a"}]
+
+
+def test_an_expression_nested_deeper_than_the_compiler_recurses_is_a_pipeline_error() -> None:
+    expression: Any = True
+    for _ in range(2_000):
+        expression = {"@and": [expression]}
+    with pytest.raises(PipelineError, match=r"^an expression is nested too deeply to compile$"):
+        Pipeline([{"@select": expression}])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 import pytest
@@ -137,6 +138,34 @@ def test_json_input_comes_out_as_block_yaml() -> None:
     assert "{" not in text.split("functionConfig")[0]
     assert "    x: 'yes'\n" in text and "    'n': 1000.0\n" in text and "    o: '0755'\n" in text
     assert read(text).items == document["items"]
+
+
+_JSON_LIST = '{"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [%s]}'
+
+
+@pytest.mark.parametrize(("item", "words"), [
+    ('{"kind": "A", "metadata": {"name": "a", "name": "b"}}', 'invalid YAML: mapping key "name" already defined at '
+                                                              "line 1"),
+    ('{"kind": "A", "s": "\\udcff"}', "invalid YAML: found invalid Unicode character escape code"),
+    ('{"kind": "A", "s": "\x7f"}', "invalid YAML: character U+007F: control characters are not allowed"),
+    ('{"kind": "A", "s": "\\ud83d\\ude00"}', "invalid YAML: found invalid Unicode character escape code"),
+    ('{"kind": "A", "d": ' + "[" * 5000 + "1" + "]" * 5000 + "}", "invalid YAML: nested too deeply"),
+])  # fmt: skip
+def test_json_is_refused_where_go_yaml_refuses_it_with_the_yaml_readers_one_line(item: str, words: str) -> None:
+    with pytest.raises(YamlError) as refused:
+        read(_JSON_LIST % item)
+    assert re.fullmatch(r"line 1, column \d+: " + re.escape(words) + ".*", str(refused.value)), str(refused.value)
+
+
+def test_json_numbers_and_constants_read_as_go_yaml_reads_them_as_yaml_would() -> None:
+    item = ('{"kind": "A", "big": 18446744073709551616, "max": 18446744073709551615, "huge": 1e400, '
+            f'"long": 1{"0" * 5000}, "nan": NaN, "inf": Infinity, "minf": -Infinity, "f": 1.5, "i": -7}}')
+    text = _JSON_LIST % item
+    [read_item] = read(text).items
+    assert read_item == {"kind": "A", "big": float(2**64), "max": 2**64 - 1, "huge": "1e400", "long": "1" + "0" * 5000,
+                         "nan": "NaN", "inf": "Infinity", "minf": "-Infinity", "f": 1.5, "i": -7}
+    node = _libyaml.compose(text)
+    assert node is not None and same_value([read_item], _libyaml.construct(node, text)["items"])
 
 
 @pytest.mark.parametrize("version", ["v1", "v1beta1", "v1alpha1"])
@@ -350,7 +379,9 @@ def test_any_resource_list_reads_as_libyaml_reads_it_and_round_trips(items: list
     if style == "ours":
         text = yamlio.dump(document)
     elif style == "json":
-        text = json.dumps(document, indent=1)
+        # Escaped surrogate pairs are no YAML, nor are raw characters outside YAML's printable set.
+        text = re.sub("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]", lambda m: f"\\u{ord(m.group()):04x}",
+                      json.dumps(document, indent=1, ensure_ascii=False))
     else:
         text = yaml.safe_dump(
             document,
@@ -360,7 +391,7 @@ def test_any_resource_list_reads_as_libyaml_reads_it_and_round_trips(items: list
             sort_keys=False,
         )
     rl = read(text)
-    reference = json.loads(text) if style == "json" else _libyaml.construct(_libyaml.compose(text), text)
+    reference = _libyaml.construct(_libyaml.compose(text), text)  # JSON is YAML, and reads as YAML reads
     whole = reference["items"]
     assert same_value(rl.items, whole), text
     out = write(rl)

@@ -65,6 +65,18 @@ def test_a_failing_function_writes_the_input_items_unchanged_plus_an_error(
     assert results[-1].severity == "error" and results[-1].message in outcome.messages[0]
 
 
+def test_a_failure_whose_input_cannot_be_written_back_writes_nothing_and_says_why_in_one_line() -> None:
+    # JSON items have no text to copy back, and this one is deeper than the writer goes
+    deep = "[" * 600 + "1" + "]" * 600
+    text = ('{"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": '
+            f'[{{"kind": "A", "metadata": {{"name": "a"}}, "d": {deep}}}]}}')
+    outcome = process(misbehave, text.replace('"items"', '"functionConfig": {"apiVersion": "v1", "kind": "ConfigMap", '
+                                                       '"metadata": {"name": "c"}, "data": {"how": "exit"}}, "items"'))
+    assert (outcome.exit_code, outcome.output) == (EXIT_FAILED, b"")
+    assert outcome.messages == ["misbehave: the function exited with 4 (and the input cannot be written back: an item "
+                                "is nested too deeply to write)"]
+
+
 def test_a_bug_adds_its_traceback_after_the_one_line_message(kpt_eval_text: str) -> None:
     outcome = process(misbehave, with_config(kpt_eval_text, how="crash"))
     assert outcome.messages[1] == "Traceback (most recent call last):"

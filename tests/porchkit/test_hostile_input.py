@@ -161,8 +161,11 @@ UNLOADABLE = {  # name -> (manifest, what the one line says after "porchkit: <fi
     "set-bad-name-and-revision": (VARIANT_SET.format(name="Bad_Name!", revision=-3),
                                   f"PackageVariantSet default/Bad_Name!: metadata.name: {SUBDOMAIN}; "
                                   f"{BELOW.format(-3)}"),
-    "set-revision-beyond-64-bits": (VARIANT_SET.format(name="fanout", revision=10**29),
-                                    f"PackageVariantSet default/fanout: {INT64}"),
+    "set-revision-past-int64": (VARIANT_SET.format(name="fanout", revision=2**63),  # go-yaml: a uint64
+                                f"PackageVariantSet default/fanout: {INT64}"),
+    "set-revision-beyond-64-bits": (VARIANT_SET.format(name="fanout", revision=10**29),  # go-yaml: a float
+                                    "PackageVariantSet default/fanout: spec.upstream.revision: must be an integer, "
+                                    "not a number"),
     "set-revision-a-boolean": (VARIANT_SET.format(name="fanout", revision="true"),
                                "PackageVariantSet default/fanout: spec.upstream.revision: must be an integer, "
                                "not a boolean"),
@@ -171,8 +174,9 @@ UNLOADABLE = {  # name -> (manifest, what the one line says after "porchkit: <fi
     "variant-name-too-long": (VARIANT.format(name="a" * 254, revision=1),
                               f"PackageVariant default/{'a' * 254}: metadata.name: must be no more than 253 "
                               "characters"),
-    "variant-revision-of-5000-digits": (VARIANT.format(name="edge-a", revision="1" + "0" * 4999),
-                                        "line 10, column 57: invalid YAML: an integer of 5000 digits is too large"),
+    "variant-revision-of-5000-digits": (VARIANT.format(name="edge-a", revision="1" + "0" * 4999),  # go-yaml: text
+                                        "PackageVariant default/edge-a: spec.upstream.revision: must be an integer, "
+                                        "not a string"),
 }
 
 

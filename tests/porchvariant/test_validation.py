@@ -103,6 +103,11 @@ PV_CASES = [
                                        "name": "edge"}, {"name": "settings"}]), []),
     ("injector-empty-name", pv(injectors=[{"name": "settings"}, {"kind": "ConfigMap", "name": ""}]),
      ["spec.injectors[1].name must not be empty"]),
+    ("package-longer-than-any-name", pv(downstream={"repo": "edge", "package": "p" * 254}),
+     ["spec.downstream.package: must be no more than 253 characters (a package revision's name holds it), not 254"]),
+    ("package-as-long-as-a-name", pv(upstream={**UPSTREAM, "package": "p" * 253}), []),
+    ("thousands-of-wrong-injectors", pv(injectors=["x"] * 5_000),
+     [*(f"spec.injectors[{i}]: must be an object, not a string" for i in range(10)), "and 4,990 more like these"]),
 ]
 
 
