@@ -16,7 +16,10 @@ node the value go-yaml v3 decodes into an untyped Go value (`_scalars.resolve_pl
 * a collection is read by its kind whatever its tag: `!!omap`, `!!pairs`, `!!set` give the list
   or mapping written (go-yaml v3 knows none of them), and `!!map 0` is the string "0";
 * an alias is expanded into a *copy* each time it is used, so editing one place never changes
-  another (YAML anchors are a writing shorthand; Kubernetes objects have no shared parts);
+  another (YAML anchors are a writing shorthand; Kubernetes objects have no shared parts); a
+  Loader with `share_aliases` gives every use of an anchor the same object instead, as an editor
+  of the text needs (textedit: removing a key from an anchored mapping removes it wherever the
+  alias stands, as kpt's node editing does), charged to the alias budget as if expanded;
 * merge keys (`<<: *base`, also `!!merge <<:`) are expanded as go-yaml does: keys written in the
   mapping win, then earlier merged mappings win over later ones. A subclass whose
   `yaml_implicit_resolvers` has no merge entry reads a plain `<<` as an ordinary key.
@@ -67,6 +70,7 @@ class Loader(yaml.CSafeLoader):
 
     # Only the merge key is resolved from the text; every other scalar's meaning comes later.
     yaml_implicit_resolvers = {"<": [(_MERGE, re.compile(r"^(?:<<)$"))]}
+    share_aliases = False  # see the module doc
 
     def __init__(self, stream: str) -> None:
         try:
@@ -84,7 +88,7 @@ class Loader(yaml.CSafeLoader):
         return _TAG + ("seq" if kind is SequenceNode else "map")
 
     def construct_document(self, node: Node) -> Any:
-        return build(node, budget=self.alias_budget)
+        return build(node, budget=self.alias_budget, share=self.share_aliases)
 
 
 def compose(text: str) -> Node | None:
@@ -124,10 +128,11 @@ def construct(node: Node, text: str, shape: Shape | None = None, *, path: Path =
         raise error_of(err, text=text) from None
 
 
-def build(node: Node, *, budget: int, text: str = "", shape: Shape | None = None, path: Path = ()) -> Any:
+def build(node: Node, *, budget: int, text: str = "", shape: Shape | None = None, path: Path = (),
+          share: bool = False) -> Any:
     """The value of `node`; yaml.MarkedYAMLError for what the module doc refuses."""
     try:
-        return _Builder(budget, text, shape).value(node, path)
+        return _Builder(budget, text, shape, share).value(node, path)
     except RecursionError:
         raise yaml.YAMLError(TOO_DEEP) from None
 
@@ -166,11 +171,13 @@ def lone_surrogate(text: str, index: int) -> yaml.MarkedYAMLError:
 class _Builder:
     """One document's values; one Python frame per level of nesting (merges aside)."""
 
-    __slots__ = ("budget", "text", "shape", "building")
+    __slots__ = ("budget", "text", "shape", "building", "built")
 
-    def __init__(self, budget: int, text: str, shape: Shape | None) -> None:
+    def __init__(self, budget: int, text: str, shape: Shape | None, share: bool = False) -> None:
         self.budget, self.text, self.shape = budget, text, shape
         self.building: set[int] = set()  # the collections being built: met again, an alias is inside its anchor
+        # share: each collection built once, with the budget it took, charged again at every alias
+        self.built: dict[int, tuple[Any, int]] | None = {} if share else None
 
     def value(self, node: Node, path: Path) -> Any:
         self.budget -= 1
@@ -182,6 +189,14 @@ class _Builder:
             return _scalar(node)
         if id(node) in self.building:
             raise _problem(node, "an alias refers to a value that contains it")
+        if self.built is not None:
+            if id(node) in self.built:
+                shared, cost = self.built[id(node)]
+                self.budget -= cost
+                if self.budget < 0:
+                    raise _problem(node, "aliases expand to an unreasonably large document")
+                return shared
+            before = self.budget
         self.building.add(id(node))
         if self.shape is not None:
             self._record(node, path, flow=bool(getattr(node, "flow_style", False)))
@@ -191,6 +206,8 @@ class _Builder:
             assert isinstance(node, MappingNode)  # the composer makes no other kind
             result = self._mapping(node, path)
         self.building.discard(id(node))
+        if self.built is not None:
+            self.built[id(node)] = (result, before - self.budget)
         return result
 
     def _mapping(self, node: MappingNode, path: Path) -> dict[Any, Any]:

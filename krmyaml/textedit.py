@@ -74,8 +74,11 @@ class YamlTextError(YamlError):
 
 
 class _PackageLoader(schema.Loader):
-    """krmyaml's reader, with `<<` an ordinary key: kpt edits a package's files as nodes, where a
-    merge key is not resolved, and so does the round-trip path here."""
+    """krmyaml's reader, with `<<` an ordinary key and every alias the very object of its anchor:
+    kpt edits a package's files as nodes, where a merge key is not resolved and an alias is its
+    anchor, and so does the round-trip path here."""
+
+    share_aliases = True
 
     yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in entries if tag != "tag:yaml.org,2002:merge"]
                                for first, entries in schema.Loader.yaml_implicit_resolvers.items()}

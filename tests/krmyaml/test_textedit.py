@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -357,3 +358,16 @@ def test_a_comment_after_a_flow_collection_is_kept() -> None:
 def test_a_document_holding_any_spelling_of_a_scalar_keeps_its_other_lines(scalar: str) -> None:
     text = f"kind:   X\nv: {scalar}\n"
     assert edit_document(text, setting("z", 1)) == text + "z: 1\n"
+
+
+def test_the_edit_path_shares_an_anchor_with_its_aliases_but_still_charges_every_use() -> None:
+    from tests.krmyaml.test_schema import billion_laughs
+
+    [doc] = textedit.load_fast(billion_laughs(levels=2))
+    assert doc["a2"][0] is doc["a1"] and doc["a1"][0] is doc["a0"]  # one object, as kpt's nodes are
+    started = time.perf_counter()
+    with pytest.raises(YamlTextError, match="aliases expand to an unreasonably large document"):
+        textedit.load_fast(billion_laughs())
+    with pytest.raises(YamlTextError, match="aliases expand to an unreasonably large document"):
+        edit_document(billion_laughs(), lambda data: data.pop("a0"))
+    assert time.perf_counter() - started < 1.0

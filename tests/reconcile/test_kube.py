@@ -8,6 +8,7 @@ mapping of statuses to reconcile.errors, and releasing connections.
 from __future__ import annotations
 
 import shutil
+import socket
 import ssl
 import subprocess
 import sys
@@ -491,7 +492,7 @@ def test_closing_a_watch_releases_its_connection(kube: KubeCluster, server: ApiS
 
     reader = threading.Thread(target=consume, daemon=True)
     reader.start()
-    time.sleep(0.1)  # the reader is now blocked reading the stream
+    eventually(lambda: _reading_a_socket(reader), what="the reader to block reading the stream")
     stream.close()
     assert ended.wait(2), "a reader blocked on the stream must wake when it is closed"
     reader.join(2)
@@ -533,3 +534,13 @@ def test_an_informer_lists_page_by_page_and_asks_for_metadata_alone(server: ApiS
             stop.set()
             informer.wake()
             thread.join(10)
+
+
+def _reading_a_socket(thread: threading.Thread) -> bool:
+    """Whether `thread` is inside a socket read (where a closed stream must wake it)."""
+    frame = sys._current_frames().get(thread.ident or 0)
+    while frame is not None:
+        if frame.f_code.co_filename == socket.__file__ and frame.f_code.co_name in {"readinto", "recv_into"}:
+            return True
+        frame = frame.f_back
+    return False
