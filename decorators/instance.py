@@ -19,10 +19,12 @@ attachment rules through discovery, builds its hooks (reconcile.hooks) and one
   targets whose cached customize answers select the changed object.
 
 The supervisor (decorators.supervisor) adds these controllers to the manager and removes them
-when the DecoratorController changes or goes away. Building raises SpecError for an invalid
-spec, HookConfigError for an unusable hook (HookRefused for one the process's HookPolicy does
-not allow), and UnknownResource when discovery does not know a rule's resource yet (a CRD not
-installed: retried).
+when the DecoratorController changes or goes away; removing them releases their informers, and
+`close()` the ones the instance holds itself (the target selections its passes read), so that the
+informers of kinds and selections no other controller uses stop (reconcile.cache).
+Building raises SpecError for an invalid spec, HookConfigError for an unusable hook (HookRefused
+for one the process's HookPolicy does not allow), and UnknownResource when discovery does not
+know a rule's resource yet (a CRD not installed: retried).
 """
 
 from __future__ import annotations
@@ -93,10 +95,11 @@ class DecoratorInstance:
         controller_obj = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
                           "metadata": obj.get("metadata") or {}, "spec": obj.get("spec") or {}, "status": {}}
         chosen = [(info, self._rule(info)) for info in _one_per_group_kind(targets)]
-        # targets are read from the informers that select them (a miss read live: see narrowed)
-        targets_cache = cache.narrowed({info.kind: cache.informer(info.kind, labels=labels, metadata_only=metadata_only)
-                                        for info, (labels, metadata_only) in
-                                        ((info, server_selection(rule)) for info, rule in chosen)})
+        # targets are read from the informers that select them (a miss read live: see narrowed);
+        # held until close(), as the target watches hold them until the controllers are removed
+        self._held = {info.kind: cache.acquire(info.kind, labels=labels, metadata_only=metadata_only)
+                      for info, (labels, metadata_only) in ((info, server_selection(rule)) for info, rule in chosen)}
+        targets_cache = cache.narrowed(self._held)
         self.related = None
         if self.hooks.customize is not None:
             self.related = Related(self.hooks.customize, controller_obj, targets_cache, served=cluster.resources,
@@ -119,8 +122,12 @@ class DecoratorInstance:
                     controller.queue.add(key)
 
     def close(self) -> None:
-        """Cancel hook calls in flight and refuse new ones."""
+        """Cancel hook calls in flight and refuse new ones, and release the target informers the
+        instance holds (the controllers' own watches hold them until they are removed)."""
         self.hooks.close()
+        held, self._held = self._held, {}
+        for informer in held.values():
+            self.cache.release(informer)
 
     def target_kinds(self) -> list[Kind]:
         return [info.kind for info in self._target_of.values()]

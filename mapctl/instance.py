@@ -15,17 +15,21 @@ resources through discovery, builds its hooks (reconcile.hooks) and two `reconci
   of an output this MapController stamped wakes its parent and map key, `OUTPUT_SETTLE` seconds
   later, unless it is the version that key's last pass wrote). Its Events are about the parent.
 
-The supervisor (supervisor.py) adds the controllers to the manager and removes them when the
-MapController changes or goes away. Building raises SpecError for an invalid spec,
-HookConfigError for an unusable hook (HookRefused for one the process's HookPolicy does not
-allow), and UnknownResource when discovery does not know a resource yet (a CRD not installed:
-retried).
+A parent's selection (its namespace and selector) is watched while some parent has it: when the
+last parent of a selection changes its selector or goes away, the inputs controller stops
+watching it and releases its informers, which stop unless another MapController selects alike
+(reconcile.cache). The supervisor (supervisor.py) adds the controllers to the manager and
+removes them when the MapController changes or goes away, which releases the rest.
+Building raises SpecError for an invalid spec, HookConfigError for an unusable hook (HookRefused
+for one the process's HookPolicy does not allow), and UnknownResource when discovery does not
+know a resource yet (a CRD not installed: retried).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,7 +101,10 @@ class MapInstance:
         # only stamped objects of an output kind are listed and watched (selection.STAMPED), and
         # only what some parent selects of an input kind (see _select)
         index_name, index = output_index(spec.name)
-        self._indexed = [cache.informer(kind, labels=STAMPED) for kind in output_kinds]
+        # held until close(), as the controllers' watches of the same scopes hold them until removed
+        self._parents = cache.acquire(parent.kind)
+        self._released = False
+        self._indexed = [cache.acquire(kind, labels=STAMPED) for kind in output_kinds]
         for informer in self._indexed:
             informer.add_index(index_name, index)
         narrowed = cache.narrowed(lists={rule.info.kind: functools.partial(self._selected, rule.info.kind)
@@ -113,24 +120,35 @@ class MapInstance:
             watches=[Watch(kind, self._output_parents, labels=STAMPED) for kind in output_kinds])
         output_watches = [Watch(kind, self._output_keys, labels=STAMPED, changes=self._not_an_echo,
                                 delay=OUTPUT_SETTLE) for kind in output_kinds]
-        # input watches are added as parents show their selectors (_select); a parent's own
-        # change maps to no input key here (its pass queues its inputs)
+        # input watches are added as parents show their selectors (_select) and removed as the
+        # last parent of a selection lets go of it; a parent's own change maps to no input key
+        # here (its pass queues its inputs)
+        self._lock = threading.Lock()
+        self._selections: dict[ObjectKey, Selection] = {}  # parent -> what it selects
+        self._watched: dict[tuple[Kind, Selection], Informer] = {}
         self.inputs: Controller[InputKey] = Controller(
             name=f"map/{spec.name}/inputs", kind=parent.kind, reconcile=InputSync(context),
-            primary=Watch(parent.kind, self._parent_seen), watches=output_watches, workers=spec.parallelism,
-            clock=clock, event_key=lambda key: key.parent_key)
+            primary=Watch(parent.kind, _no_keys, changes=self._parent_changed), watches=output_watches,
+            workers=spec.parallelism, clock=clock, event_key=lambda key: key.parent_key)
         context.enqueue_input = self.inputs.queue.add
         context.refresh_parent = self._refresh_parent
         self.controllers: list[Controller[Any]] = [self.parents, self.inputs]
 
     def close(self) -> None:
-        """Cancel hook calls in flight and refuse new ones, and drop the output index."""
+        """Cancel hook calls in flight and refuse new ones, drop the output index, and release the
+        informers the instance holds (the controllers' own watches hold them until removed)."""
         self.context.closed.append(True)
         for hook in (self.context.map_hook, self.context.tombstone_hook):
             if hook is not None:
                 hook.close()
+        if self._released:
+            return
+        self._released = True
         for informer in self._indexed:
             informer.remove_index(self.context.index)
+            self._cache.release(informer)
+        # the passes still in flight read on: the controllers hold these scopes until removed
+        self._cache.release(self._parents)
 
     # --- building -----------------------------------------------------------------------------
 
@@ -147,40 +165,67 @@ class MapInstance:
 
     # --- watches ------------------------------------------------------------------------------
 
-    def _parent_seen(self, obj: Obj, primary: Kind) -> list[InputKey]:
-        """Make sure the inputs a parent selects are listed and watched; no key to queue."""
-        self._select(obj)
-        return []
+    def _parent_changed(self, old: Obj | None, new: Obj | None) -> bool:
+        """Keep the inputs a parent selects listed and watched, and let go of what it no longer
+        selects (its selector changed, or it is gone); no key to queue."""
+        if new is None:
+            if old is not None:
+                self._forget(ObjectKey.of(old))
+        else:
+            self._select(new)
+        return False
 
-    def _select(self, parent: Obj) -> list[Informer]:
-        """The informers of the parent's inputs, one per input kind it can take, each listing and
-        watching the parent's namespace with the parent's selector (server_selector), started and
-        watched by the inputs controller on first sight. None for a parent whose selector is
-        broken (its pass reports it). Informers are shared by every parent of one selection, and
-        kept when a parent goes (another may select the same)."""
+    def _select(self, parent: Obj) -> None:
+        """Record what the parent selects: its namespace and its selector (server_selector), whose
+        inputs of every kind it can take the inputs controller lists and watches from the first
+        parent selecting them on. A parent whose selector is broken (its pass reports it) selects
+        nothing. A parent no longer cached (deleted meanwhile) is not recorded."""
+        key = ObjectKey.of(parent)
         try:
-            selector = server_selector(self.context.memory.selector(parent))
+            selection: Selection | None = (key.namespace, server_selector(self.context.memory.selector(parent)))
         except SelectorError:
-            return []
-        namespace = ObjectKey.of(parent).namespace
-        informers = []
+            selection = None
+        with self._lock:
+            if self._selections.get(key) == selection or self._parents.get(key) is None:
+                return
+            before = self._selections.pop(key, None)
+            if selection is not None:
+                self._selections[key] = selection
+                self._watch(selection)
+            self._unwatch_unused(before)
+
+    def _forget(self, key: ObjectKey) -> None:
+        with self._lock:
+            self._unwatch_unused(self._selections.pop(key, None))
+
+    def _watch(self, selection: Selection) -> None:  # with self._lock held
+        namespace, selector = selection
         for rule in self.context.inputs.values():
             if rule.info.namespaced != bool(namespace):
                 continue  # is_input: a namespaced parent takes namespaced inputs, a cluster-scoped one the others
-            self.inputs.watch_more(self._cache, Watch(rule.info.kind, self._input_keys, namespace=namespace,
-                                                      labels=selector))
-            informers.append(self._cache.informer(rule.info.kind, namespace=namespace, labels=selector))
-        return informers
+            if (rule.info.kind, selection) not in self._watched:
+                self._watched[(rule.info.kind, selection)] = self.inputs.watch_more(
+                    self._cache, Watch(rule.info.kind, self._input_keys, namespace=namespace, labels=selector))
+
+    def _unwatch_unused(self, selection: Selection | None) -> None:  # with self._lock held
+        """Stop watching `selection` when no parent selects it any more (its informers stop unless
+        something else holds them)."""
+        if selection is None or selection in self._selections.values():
+            return
+        namespace, selector = selection
+        for kind, watched in [k for k in self._watched if k[1] == selection]:
+            del self._watched[(kind, watched)]
+            self.inputs.unwatch(Watch(kind, self._input_keys, namespace=namespace, labels=selector))
 
     def _selected(self, kind: Kind, namespace: str) -> list[Informer]:
         """The informers whose union holds every input of `kind` a parent in `namespace` selects
-        (what a pass reads: the view in context.cache lists and gets inputs from them)."""
-        found: dict[int, Informer] = {}
-        for parent in self._cache.informer(self.context.parent.kind).list(namespace):
-            for informer in self._select(parent):
-                if informer.kind == kind:
-                    found.setdefault(id(informer), informer)
-        return list(found.values())
+        (what a pass reads: the view in context.cache lists and gets inputs from them). Parents
+        are recorded first, should a pass come before the change that wakes it has been seen."""
+        for parent in self._parents.list(namespace):
+            self._select(parent)
+        with self._lock:
+            return [informer for (of, (where, _)), informer in self._watched.items()
+                    if of == kind and (where == namespace or not namespace)]
 
     def _input_keys(self, obj: Obj, primary: Kind) -> list[InputKey]:
         """The keys of the parents in the object's namespace that select it (read from the parent
@@ -194,7 +239,7 @@ class MapInstance:
         namespace = key.namespace if rule.info.namespaced else ""
         mk = map_key(rule.info.kind, namespace, key.name)
         keys = []
-        for parent in context.cache.informer(context.parent.kind).list(namespace):
+        for parent in self._parents.list(namespace):
             try:
                 if is_input(obj, parent, context.memory.selector(parent), controller=self.spec.name):
                     keys.append(InputKey(namespace, ObjectKey.of(parent).name, mk, kind.group, kind.kind, key.name))
@@ -247,6 +292,13 @@ class MapInstance:
         annotations = meta.get("annotations")
         reference = annotations.get(INPUT_ANNOTATION, "") if isinstance(annotations, dict) else ""
         return [self.context.input_key(parent_key, mk, str(reference))]
+
+
+Selection = tuple[str, str | None]  # a parent's namespace and server_selector: what its inputs are listed with
+
+
+def _no_keys(obj: Obj, primary: Kind) -> list[InputKey]:
+    return []
 
 
 def _beyond_status(old: Obj | None, new: Obj | None) -> bool:

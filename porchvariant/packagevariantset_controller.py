@@ -12,7 +12,8 @@ Where this goes beyond Porch's controller (spec c.1-c.6):
 * Repositories and the kinds objectSelectors name are watched, so a newly labelled Repository or
   target object gets its PackageVariant at once (Porch waits for an unrelated event); the objects
   of those kinds are listed and watched with the objectSelector's label selector, in the set's
-  namespace, so that only what some set selects is cached.
+  namespace, so that only what some set selects is cached; a selection no set makes any more (its
+  set edited or deleted) is no longer watched, and its informer stops unless something else holds it.
 * A PackageVariant is updated only when what the set wants of it differs (Porch rewrites every
   one on every pass), and never deleted and re-created for a template edit.
 * `status.packageVariants` reports each target (Porch has no per-target status, nephio#646).
@@ -48,7 +49,7 @@ from reconcile import conditions
 from reconcile.cache import InformerCache
 from reconcile.clock import Clock
 from reconcile.cluster import Cluster, Kind, Obj, ObjectKey
-from reconcile.controller import Controller, Watches
+from reconcile.controller import Controller, Watch, Watches
 from reconcile.errors import AlreadyExists, ApiError, BadRequest, NotFound
 from reconcile.informer import Informer
 from reconcile.objects import controller_of
@@ -63,6 +64,9 @@ RECHECK_KINDS = 30.0  # seconds: how often a set whose objectSelector names an u
 STATUS_BATCH = 1.0  # seconds: how long changes of a set's PackageVariants are gathered before it looks
 
 log = logging.getLogger("porchkit.packagevariantset")
+
+
+Selection = tuple[Kind, str, str]  # what an objectSelector selects: kind, namespace, label selector
 
 
 class _Stalled(Exception):
@@ -81,12 +85,17 @@ class PackageVariantSetController:
         # Rendering a thousand targets takes a while and every PackageVariant status change wakes
         # the set: keep the last rendering per set with a fingerprint of its inputs.
         self._rendered: dict[ObjectKey, tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
+        # what each set's objectSelectors select, and the informers watching each such selection
+        self._selection_lock = threading.Lock()
+        self._selects: dict[ObjectKey, set[Selection]] = {}
+        self._watched: dict[Selection, Informer] = {}
 
     def reconcile(self, key: ObjectKey) -> Outcome:
         pvs = self.cluster.get(PACKAGE_VARIANT_SET, key)
         if pvs is None or pvs["metadata"].get("deletionTimestamp"):
             with self._lock:
                 self._rendered.pop(key, None)
+            self._keep(key, set())
             return Done()  # its PackageVariants are owned by it: garbage collection deletes them
         status = dict(pvs.get("status") or {})
         outcome: Outcome = Done()
@@ -142,8 +151,10 @@ class PackageVariantSetController:
 
     def _target_objects(self, pvs: Obj) -> list[Obj]:
         """The objects of every kind an objectSelector names, in the set's namespace (watched from
-        now on); _Stalled for a kind the cluster does not serve."""
+        now on, and what the set selected before no longer, unless another set selects it too);
+        _Stalled for a kind the cluster does not serve (what the set selected is then kept)."""
         found: list[Obj] = []
+        selections: set[Selection] = set()
         namespace = pvs["metadata"].get("namespace", "")
         for target in (pvs.get("spec") or {}).get("targets") or ():
             selector = target.get("objectSelector")
@@ -160,12 +171,34 @@ class PackageVariantSetController:
             labels = object_selector_labels(selector)
             if labels is None:
                 continue  # render_package_variants reports the selector that does not parse
-            scope = namespace if info.namespaced else ""
-            self._watch(kind, scope, labels)
+            selection = (kind, namespace if info.namespaced else "", labels)
+            selections.add(selection)
             # only what the selector selects is listed and cached: the server applies it
-            informer = self.cache.informer(kind, namespace=scope, labels=labels)
-            found.extend(self.cache.narrowed(lists={kind: functools.partial(_only, informer)}).list(kind, scope))
+            informer = self._select(ObjectKey.of(pvs), selection)
+            found.extend(self.cache.narrowed(lists={kind: functools.partial(_only, informer)}).list(kind, selection[1]))
+        self._keep(ObjectKey.of(pvs), selections)
         return found
+
+    def _select(self, key: ObjectKey, selection: Selection) -> Informer:
+        """The informer of `selection`, which the set `key` selects (watched from now on)."""
+        with self._selection_lock:
+            self._selects.setdefault(key, set()).add(selection)
+            informer = self._watched.get(selection)
+            if informer is None:
+                informer = self._watched[selection] = self._watch(*selection)
+            return informer
+
+    def _keep(self, key: ObjectKey, selections: set[Selection]) -> None:
+        """Record that the set `key` selects `selections` now, and stop watching what no set selects."""
+        with self._selection_lock:
+            before = self._selects.pop(key, set())
+            if selections:
+                self._selects[key] = selections
+            still = set().union(*self._selects.values())
+            for selection in before - still:
+                self._watched.pop(selection, None)
+                if self.controller is not None:
+                    self.controller.unwatch(self._watching(*selection))
 
     def _ensure(self, pvs: Obj, wanted: list[dict[str, Any]]) -> None:
         """Create, update and delete the set's PackageVariants, matched by identifier."""
@@ -237,11 +270,16 @@ class PackageVariantSetController:
                                            observed_generation=generation if isinstance(generation, int) else None)
         return list(out or [])
 
-    def _watch(self, kind: Kind, namespace: str, labels: str | None) -> None:
+    def _watch(self, kind: Kind, namespace: str, labels: str) -> Informer:
         """Wake every set in an object's namespace when an object of `kind` an objectSelector
-        selects changes (or stops being selected: the server sends that as a deletion)."""
-        if self.controller is not None:
-            self.controller.watch_more(self.cache, Watches(kind, self._sets_beside, namespace=namespace, labels=labels))
+        selects changes (or stops being selected: the server sends that as a deletion); returns
+        the informer of that selection."""
+        if self.controller is None:
+            return self.cache.informer(kind, namespace=namespace, labels=labels)
+        return self.controller.watch_more(self.cache, self._watching(kind, namespace, labels))
+
+    def _watching(self, kind: Kind, namespace: str, labels: str) -> Watch[ObjectKey]:
+        return Watches(kind, self._sets_beside, namespace=namespace, labels=labels)
 
     def _sets_beside(self, obj: Obj) -> list[ObjectKey]:
         namespace = (obj.get("metadata") or {}).get("namespace", "")

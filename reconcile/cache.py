@@ -1,5 +1,13 @@
 """The shared cache: one informer per scope (kind, namespace, label selector, metadata only),
-shared by all controllers.
+shared by all controllers, and stopped when the last of its users lets go of it.
+
+Users `acquire` an informer and `release` it: a controller's watches hold theirs for as long as
+the controller is bound (reconcile.controller), a MapController's parent selection for as long
+as some parent selects it. When the last user releases one, its watch ends, its thread ends, its
+handlers, indexes and objects are dropped and the cache forgets it: a later `acquire` starts a
+fresh one (a new list). An informer only looked up (`informer`, or a read of a kind nobody
+holds) counts no user: it is kept until some user of its scope releases it, or for the cache's
+life.
 
 The manager owns one `InformerCache`; controllers ask it for informers while they are wired,
 then read from it while they reconcile. Reads are fast, read-only and possibly a little stale:
@@ -36,6 +44,7 @@ class _Shared:
     """What every view of one cache shares: its informers, their threads and whether it runs."""
 
     informers: dict[Scope, Informer] = field(default_factory=dict)
+    users: dict[Scope, int] = field(default_factory=dict)  # acquires not yet released
     threads: list[threading.Thread] = field(default_factory=list)
     stop: threading.Event | None = None  # set once the cache runs
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -59,18 +68,47 @@ class InformerCache:
         self._lists: dict[Kind, Selection] = {}
         self._indexes: dict[Kind, Informer] = {}
 
+    def acquire(self, kind: Kind, *, namespace: str = "", labels: Any = None,
+                metadata_only: bool = False) -> Informer:
+        """The informer for this scope (see `informer`), with one more user: it runs at least until
+        this user gives it back with `release`."""
+        return self._lookup(kind, namespace, labels, metadata_only, use=True)
+
+    def release(self, informer: Informer) -> None:
+        """One user fewer for `informer` (acquired with `acquire`). The last one's release stops it:
+        its watch is closed, its thread ends, its handlers, indexes and objects are dropped, and the
+        cache forgets it. Releasing an informer the cache no longer holds does nothing."""
+        shared = self._shared
+        with shared.lock:
+            scope = next((scope for scope, held in shared.informers.items() if held is informer), None)
+            if scope is None:
+                return
+            left = shared.users.get(scope, 0) - 1
+            if left > 0:
+                shared.users[scope] = left
+                return
+            shared.users.pop(scope, None)
+            del shared.informers[scope]
+        informer.close()
+
     def informer(self, kind: Kind, *, namespace: str = "", labels: Any = None,
                  metadata_only: bool = False) -> Informer:
-        """The informer for this scope, created on first use (and started if the cache runs).
+        """The informer for this scope, created on first use (and started if the cache runs); a
+        look-up, counting no user (see the module docstring).
         Selectors are compared by meaning: `{"matchLabels": {"a": "b"}}` and `"a=b"` share one.
 
         `metadata_only` caches only apiVersion, kind and metadata: for kinds a controller only
         needs to find (the children it owns, objects it maps to keys), at a fraction of the memory;
         where the cluster serves it, only metadata crosses the wire (informer.MetadataSource)."""
+        return self._lookup(kind, namespace, labels, metadata_only, use=False)
+
+    def _lookup(self, kind: Kind, namespace: str, labels: Any, metadata_only: bool, *, use: bool) -> Informer:
         selector = parse_labels(labels)
         scope = (kind, namespace, str(selector), metadata_only)
         shared = self._shared
         with shared.lock:
+            if use:
+                shared.users[scope] = shared.users.get(scope, 0) + 1
             found = shared.informers.get(scope)
             if found is not None:
                 return found
@@ -122,7 +160,8 @@ class InformerCache:
     def _run(self, informer: Informer, stop: threading.Event) -> None:
         thread = threading.Thread(target=informer.run, args=(stop,), daemon=True, name=f"informer-{informer.kind.kind}")
         with self._shared.lock:
-            self._shared.threads.append(thread)
+            # the threads of released informers end on their own: only the live ones are kept
+            self._shared.threads = [*(t for t in self._shared.threads if t.is_alive()), thread]
         thread.start()
 
     def wait_synced(self, timeout: float) -> bool:

@@ -106,8 +106,13 @@ def Watches(kind: Kind, mapper: Mapper[K], **scope: Any) -> Watch[K]:  # noqa: N
 
 
 class Informers(Protocol):
-    def informer(self, kind: Kind, *, namespace: str = "", labels: Any = None,
-                 metadata_only: bool = False) -> Informer: ...
+    """Where a controller gets its informers (reconcile.cache.InformerCache): each `acquire` is
+    held until its `release`."""
+
+    def acquire(self, kind: Kind, *, namespace: str = "", labels: Any = None,
+                metadata_only: bool = False) -> Informer: ...
+
+    def release(self, informer: Informer) -> None: ...
 
 
 Handler = Callable[[Obj | None, Obj | None], None]
@@ -150,6 +155,27 @@ class _NoMetrics(NoMetrics):
 
     def write_conflict(self, controller: str, group: str, kind: str) -> None:
         pass
+
+
+Scope = tuple[Kind, str, str, bool]  # kind, namespace, label selector (canonical text), metadata only
+
+
+def _scope(watch: Watch[Any]) -> Scope:
+    return (watch.kind, watch.namespace, str(parse_labels(watch.labels)), watch.metadata_only)
+
+
+@dataclass(frozen=True)
+class _Binding:
+    """One watch of a controller: the informer it holds and the handler it added."""
+
+    scope: Scope
+    informers: Informers
+    informer: Informer
+    handler: Handler
+
+    def drop(self) -> None:
+        self.informer.remove_handler(self.handler)
+        self.informers.release(self.informer)
 
 
 class _QueueRelay:
@@ -199,9 +225,9 @@ class Controller(Generic[K]):
     fence: fencing.Fence | None = None
     retry_deterministic: bool = True
     queue: WorkQueue[K] = field(init=False)
-    _late: set[tuple[Kind, str, str, bool]] = field(init=False, default_factory=set)
+    _late: set[Scope] = field(init=False, default_factory=set)
     _late_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
-    _bound: list[tuple[Informer, Handler]] = field(init=False, default_factory=list)
+    _bound: list[_Binding] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.queue = WorkQueue(name=self.name, clock=self.clock, metrics=_QueueRelay(self))
@@ -217,32 +243,54 @@ class Controller(Generic[K]):
         return used
 
     def unbind(self) -> None:
-        """Unsubscribe from every informer `bind` and `watch_more` subscribed to (the informers
-        themselves keep running: they are shared)."""
+        """Unsubscribe from every informer `bind` and `watch_more` subscribed to, and release them
+        (an informer nobody else holds then stops: reconcile.cache). Call it once the controller's
+        reconciles have ended: they may read what these informers hold."""
         with self._late_lock:
             bound, self._bound = self._bound, []
-        for informer, handler in bound:
-            informer.remove_handler(handler)
+            self._late.clear()
+        for binding in bound:
+            binding.drop()
 
-    def watch_more(self, informers: Informers, watch: Watch[K]) -> None:
+    def watch_more(self, informers: Informers, watch: Watch[K]) -> Informer:
         """Start one more watch while running, for a kind or a selection learnt from the objects
-        themselves (an injected kind, an objectSelector's, a parent's selector). Once per kind,
-        namespace, label selector and metadata-only; later calls do nothing."""
-        scope = (watch.kind, watch.namespace, str(parse_labels(watch.labels)), watch.metadata_only)
+        themselves (an injected kind, an objectSelector's, a parent's selector), and return its
+        informer. Once per kind, namespace, label selector and metadata-only (until `unwatch`);
+        later calls return the informer of the first."""
+        scope = _scope(watch)
         with self._late_lock:
             if scope in self._late:
-                return
+                return next(b.informer for b in self._bound if b.scope == scope)
             self._late.add(scope)
-        self._subscribe(informers, watch)
+            binding = self._bind(informers, watch)
+        binding.informer.add_handler(binding.handler)  # outside the lock: it replays into the mapper
+        return binding.informer
+
+    def unwatch(self, watch: Watch[K]) -> None:
+        """Undo `watch_more` for the watch's scope (no object needs it any more: a parent's old
+        selection, a kind no objectSelector names now): its changes no longer reach this controller
+        and its informer is released. A scope not watched through `watch_more` is left alone."""
+        scope = _scope(watch)
+        with self._late_lock:
+            if scope not in self._late:
+                return
+            self._late.discard(scope)
+            binding = next(b for b in reversed(self._bound) if b.scope == scope)  # not bind()'s
+            self._bound.remove(binding)
+        binding.drop()
 
     def _subscribe(self, informers: Informers, watch: Watch[Any]) -> Informer:
-        informer = informers.informer(watch.kind, namespace=watch.namespace, labels=watch.labels,
-                                      metadata_only=watch.metadata_only)
-        handler = self._handler(watch, informer)
         with self._late_lock:
-            self._bound.append((informer, handler))
-        informer.add_handler(handler)
-        return informer
+            binding = self._bind(informers, watch)
+        binding.informer.add_handler(binding.handler)
+        return binding.informer
+
+    def _bind(self, informers: Informers, watch: Watch[Any]) -> _Binding:  # with self._late_lock held
+        informer = informers.acquire(watch.kind, namespace=watch.namespace, labels=watch.labels,
+                                     metadata_only=watch.metadata_only)
+        binding = _Binding(_scope(watch), informers, informer, self._handler(watch, informer))
+        self._bound.append(binding)
+        return binding
 
     def _handler(self, watch: Watch[Any], informer: Informer) -> Handler:
         wanted, delay = watch.changes, watch.delay

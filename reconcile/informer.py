@@ -12,7 +12,9 @@ Promises:
   * `last_activity` (clock.monotonic()) moves with every event and bookmark, for health checks
     that must notice a watch gone silent;
   * a handler that raises is logged and skipped: the change still reaches the cache and every
-    other handler, and the watch goes on.
+    other handler, and the watch goes on;
+  * once `close()`d (its last user let go: reconcile.cache), it stops for good: the watch is
+    closed, `run` returns, and the handlers, the extra indexes and every object are dropped.
 A metadata-only informer asks the server for metadata alone (PartialObjectMetadata, as
 controller-runtime's metadata informers do) when the cluster can serve it (`MetadataSource`), so
 that neither the wire nor the decoder carries what the cache would drop; the server answers with
@@ -176,6 +178,8 @@ class Informer:
         self._resource_version = ""
         self._stream: Iterable[Any] | None = None  # the open watch, closed by wake()
         self._wake = threading.Condition()
+        self._closed = False
+        self.running = False  # while `run` runs
 
     # --- configuration (before run) -------------------------------------------------------
 
@@ -252,8 +256,15 @@ class Informer:
     # --- running ------------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        """List, then watch until `stop` is set; meant to run on its own thread."""
-        while not stop.is_set():
+        """List, then watch until `stop` is set or the informer is closed; meant to run on its own thread."""
+        self.running = True
+        try:
+            self._run(stop)
+        finally:
+            self.running = False
+
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.is_set() and not self._closed:
             try:
                 if not self._resource_version:
                     self._relist()
@@ -267,8 +278,24 @@ class Informer:
                 log.warning("watch of %s failed (%s): retrying in %.1fs", self.kind, err, delay)
                 with self._wake:
                     deadline = self.clock.monotonic() + delay
-                    while not stop.is_set() and self.clock.monotonic() < deadline:
+                    while not stop.is_set() and not self._closed and self.clock.monotonic() < deadline:
                         self.clock.wait(self._wake, deadline - self.clock.monotonic())
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Stop for good (nobody uses this informer any more): end the watch and `run`, and drop
+        the handlers, the extra indexes and every cached object. Changes the watch was still
+        delivering are dropped too."""
+        with self._lock:
+            self._closed = True
+            self._handlers.clear()
+            self._cache.clear()
+            self._indexers = {"namespace": by_namespace, "owner": by_owner_uid}
+            self._indexes = {name: {} for name in self._indexers}
+        self.wake()
 
     def wake(self) -> None:
         """Interrupt a back-off wait or an open watch (after setting the `stop` given to run)."""
@@ -284,6 +311,9 @@ class Informer:
         fresh, version = self._list()
         self.relists += 1
         with self._lock:
+            if self._closed:
+                self.synced.set()  # a reader waiting for the list reads an empty cache, not a timeout
+                return
             gone = [key for key in self._cache if key not in fresh]
             changes: list[Change] = [(self._cache.get(key), obj) for key, obj in fresh.items()
                        if _version(self._cache.get(key)) != _version(obj)]
@@ -326,7 +356,7 @@ class Informer:
         events = watch(self.kind, resource_version=self._resource_version, namespace=self.namespace,
                        labels=self.labels, timeout=self.watch_timeout)
         self._stream = events
-        if stop.is_set():  # stopped while the watch was being opened: wake() could not close it
+        if stop.is_set() or self._closed:  # stopped while the watch was being opened: wake() could not close it
             self._stream = None
             getattr(events, "close", lambda: None)()
             return
@@ -338,7 +368,7 @@ class Informer:
                     self._apply(event.type, share_strings(self.transform(event.object)))
                 if version:
                     self._resource_version = version
-                if stop.is_set():
+                if stop.is_set() or self._closed:
                     return
         finally:
             self._stream = None
@@ -349,6 +379,8 @@ class Informer:
     def _apply(self, event_type: str, obj: Obj) -> None:
         key = ObjectKey.of(obj)
         with self._lock:
+            if self._closed:
+                return
             old = self._cache.get(key)
             new = None if event_type == "DELETED" else obj
             if old is None and new is None:

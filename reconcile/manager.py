@@ -163,16 +163,18 @@ class Manager:
                 self._run_controller(controller)
 
     def remove(self, controller: Controller) -> bool:
-        """Take a controller out while the manager runs (or before): it stops receiving changes, its
-        queue shuts down, and this waits (up to the grace period) for its reconciles in flight.
-        Returns False if one was still running then. Removing an unknown controller does nothing."""
+        """Take a controller out while the manager runs (or before): its queue shuts down (so the
+        changes it still hears are dropped), this waits (up to the grace period) for its reconciles
+        in flight, then it unsubscribes and releases its informers (one nobody else holds stops:
+        not before, as a reconcile in flight reads them). Returns False if a reconcile was still
+        running after the grace period. Removing an unknown controller does nothing."""
         with self._cond:
             if controller not in self.controllers:
                 return True
             self.controllers.remove(controller)
             threads = self._threads_of.pop(controller.name, [])
-        controller.unbind()
         drained = controller.queue.shutdown(drain=True, timeout=self.grace_period)
+        controller.unbind()
         self.metrics.untrack_queue(controller.queue)
         if drained:
             for thread in threads:

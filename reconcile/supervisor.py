@@ -14,10 +14,15 @@ controller over those objects, and its reconcile of one object is always the sam
 * unchanged: nothing;
 * deleted (or being deleted): the instance is stopped, then `deleting(obj)` runs.
 
+Stopping an instance releases every informer its controllers held, once their passes have ended
+(reconcile.cache): those of scopes no other controller uses stop, so that an edited or deleted
+object leaves nothing running or cached behind it. An edit that keeps a scope lists it afresh.
+
 A subclass says how an instance is built (`new_instance`), what it is built from (`fingerprint`),
 and may act before an instance starts (`before_start`) or when its object goes (`deleting`).
 `failed` keeps why an object could not start, for local previews. Instances need `controllers`,
-`fingerprint` and `close()` (which makes a pass waiting on a hook give up at once).
+`fingerprint` and `close()` (which makes a pass waiting on a hook give up at once, and releases
+the informers the instance acquired itself).
 """
 
 from __future__ import annotations
@@ -142,8 +147,7 @@ class Supervisor(Generic[InstanceT]):
             return
         for controller in instance.controllers:  # no new passes...
             controller.queue.shutdown()
-            controller.unbind()
         instance.close()  # ...then a pass waiting on a hook gives up at once...
         for controller in instance.controllers:
-            self.manager.remove(controller)  # ...and the passes in flight are waited for
+            self.manager.remove(controller)  # ...the passes in flight are waited for, and informers released
         log.info("%s %s stopped", self.kind.kind, name)

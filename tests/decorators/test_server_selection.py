@@ -9,10 +9,10 @@ from typing import Any
 
 from decorators.instance import server_selection
 from decorators.spec import parse_decorator
-from reconcile import Kind
+from reconcile import Kind, ObjectKey
 from reconcile.cluster import Obj
 from reconcile.informer import Informer
-from tests.decorators.hooks_support import Stage, decorator_controller, stage
+from tests.decorators.hooks_support import DECORATOR_CONTROLLER, Stage, decorator_controller, stage
 from tests.waiting import eventually
 
 __all__ = ["stage"]  # a fixture, imported to be found here
@@ -130,3 +130,26 @@ def test_a_target_that_left_the_selection_while_no_manager_ran_is_let_go_at_star
                WAIT)
     assert running.get(SECRET, "left-secret", "default") is None
     assert all(i.labels == "sel=yes" for i in configmap_informers(running))  # found without caching the kind
+
+
+def test_an_edited_or_deleted_decorator_leaves_no_informer_of_what_it_no_longer_selects(
+        stage: Callable[..., Stage]) -> None:
+    running = stage()
+    for name, sel in (("first", "yes"), ("second", "other")):
+        running.cluster.create(configmap(name, {"sel": sel}))
+    running.cluster.create(decorator_controller(
+        "d", resources=[rule(labelSelector={"matchLabels": {"sel": "yes"}})],
+        attachments=[{"apiVersion": "v1", "resource": "secrets"}], hooks={"sync": python("attach_secret")}))
+    eventually(lambda: running.get(SECRET, "first-secret", "default") is not None, WAIT)
+    [old] = configmap_informers(running)
+
+    running.edit(DECORATOR_CONTROLLER, "d", lambda obj: obj["spec"]["resources"][0].update(
+        labelSelector={"matchLabels": {"sel": "other"}}))
+    eventually(lambda: running.get(SECRET, "second-secret", "default") is not None, WAIT)
+    assert [i.labels for i in configmap_informers(running)] == ["sel=other"]
+    assert old.closed and len(old) == 0
+    eventually(lambda: not old.running, WAIT, what="the old selection's informer thread to end")
+
+    running.cluster.delete(DECORATOR_CONTROLLER, ObjectKey("", "d"))
+    eventually(lambda: not [i for i in running.manager.cache.informers if i.kind in (CONFIGMAP, SECRET)], WAIT,
+               what="the ConfigMap and Secret informers to stop")

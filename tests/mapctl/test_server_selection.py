@@ -13,7 +13,9 @@ from reconcile.cluster import Obj
 from reconcile.informer import Informer
 from reconcile.selectors import parse_labels
 from tests.mapctl.support import (
+    BUCKET,
     CONFIGMAP,
+    MAP_CONTROLLER,
     WAIT,
     Stage,
     bucket,
@@ -76,3 +78,23 @@ def test_the_selector_sent_is_the_parents_and_everything_sends_none() -> None:
     assert server_selector(parse_labels({"matchLabels": {"app": "web"}})) == "app=web"
     assert server_selector(parse_labels(None)) is None
     assert STAMPED == CONTROLLER_LABEL  # every output carries it (keys.stamp)
+
+
+def test_a_selection_no_parent_makes_any_more_is_no_longer_listed_watched_or_cached(stage: MakeStage) -> None:
+    live = stage()
+    copier(live, configmap("a", {"app": "a"}), configmap("b", {"app": "b"}),
+           bucket("one", selector={"matchLabels": {"app": "a"}}), bucket("two", selector={"matchLabels": {"app": "a"}}))
+    [old] = [i for i in configmap_informers(live) if i.labels == "app=a"]
+
+    live.edit(BUCKET, "one", lambda obj: obj["spec"].update(selector={"matchLabels": {"app": "b"}}))
+    eventually(lambda: live.output_names("copy") == {"a-configmap", "b-configmap"}, WAIT)
+    assert sorted(str(i.labels) for i in configmap_informers(live)) == ["app=a", "app=b", STAMPED]  # two keeps it
+
+    live.delete(BUCKET, "two")
+    eventually(lambda: sorted(str(i.labels) for i in configmap_informers(live)) == ["app=b", STAMPED], WAIT)
+    assert old.closed and len(old) == 0
+    eventually(lambda: not old.running, WAIT, what="the old selection's informer thread to end")
+
+    live.delete(MAP_CONTROLLER, "copy", "")
+    eventually(lambda: not configmap_informers(live), WAIT, what="every ConfigMap informer to stop")
+    assert not [i for i in live.manager.cache.informers if i.kind == BUCKET]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from porchvariant.packagevariant_controller import PACKAGE_VARIANT
-from porchvariant.packagevariantset_controller import object_selector_labels
+from porchvariant.packagevariantset_controller import PACKAGE_VARIANT_SET, object_selector_labels
 from reconcile import Kind, ObjectKey
 from tests.porchvariant.variants_support import NS, Live, Repos, eventually
 
@@ -66,3 +66,33 @@ def test_the_label_part_of_an_object_selector_is_what_the_server_gets() -> None:
                                    "matchExpressions": [{"key": "tier", "operator": "Exists"}]}) == "team=edge,tier"
     assert object_selector_labels({"apiVersion": "v1", "kind": "ConfigMap"}) == ""
     assert object_selector_labels({"matchExpressions": [{"key": "tier", "operator": "Sometimes"}]}) is None
+
+
+def selections(live: Live) -> list[str]:
+    return sorted(str(i.labels) for i in live.manager.cache.informers if i.kind == CONFIGMAP)
+
+
+def test_a_selection_no_set_makes_any_more_is_no_longer_watched_or_cached(live: Live) -> None:
+    for index in range(5):
+        live.cluster.create(labelled(f"other-{index}", "other"))
+    live.cluster.create(labelled("prod", "edge"))
+    live.cluster.create(selecting_set())
+    live.cluster.create({**selecting_set(), "metadata": {"name": "edge-too", "namespace": NS}})
+    eventually(lambda: selections(live) == ["team=edge"])
+    [old] = [i for i in live.manager.cache.informers if i.kind == CONFIGMAP]
+
+    def select_core(obj: dict[str, Any]) -> None:
+        obj["spec"]["targets"][0]["objectSelector"]["matchLabels"] = {"team": "core"}
+    found = live.cluster.get(PACKAGE_VARIANT_SET, ObjectKey(NS, "edge"))
+    assert found is not None
+    select_core(found)
+    live.cluster.update(found)
+    eventually(lambda: selections(live) == ["team=core", "team=edge"])  # edge-too still selects team=edge
+
+    live.cluster.delete(PACKAGE_VARIANT_SET, ObjectKey(NS, "edge-too"))
+    eventually(lambda: selections(live) == ["team=core"])
+    assert old.closed and len(old) == 0
+    eventually(lambda: not old.running)
+
+    live.cluster.delete(PACKAGE_VARIANT_SET, ObjectKey(NS, "edge"))
+    eventually(lambda: selections(live) == [])
