@@ -13,9 +13,10 @@ is missing (a typo such as `resources:` for `resource:`) is an error.
 
 Compatibility: selectors follow `metav1.LabelSelectorAsSelector`; an `annotationSelector` is read
 as a label selector (`matchAnnotations` is its `matchLabels`), so its keys and values must have
-label syntax. `resyncPeriodSeconds` below 1, even 0, means 1 second. `hooks` absent or null is
-"no hooks defined"; `hooks: {}` is accepted, as in Metacontroller (every sync then has no hook to
-call, which the controller reports).
+label syntax. `resyncPeriodSeconds` below 1, even 0 or negative, means 1 second, as in
+Metacontroller. `hooks` absent or null is "no hooks defined". Departure: hooks with neither `sync`
+nor `finalize` (such as `hooks: {}`) are refused at `spec.hooks`; Metacontroller starts such a
+controller and then fails every sync, so nothing it could do would ever work.
 """
 
 from __future__ import annotations
@@ -109,14 +110,19 @@ def parse_decorator(obj: Mapping[str, Any]) -> DecoratorSpec:
     if hooks is None:
         raise SpecError("spec.hooks", "no hooks defined")
     hooks = mapping(hooks, "spec.hooks", error=SpecError)
+    sync = hook_spec(hooks, "sync", SpecError)
+    finalize = hook_spec(hooks, "finalize", SpecError)
+    customize = hook_spec(hooks, "customize", SpecError)
+    if sync is None and finalize is None:
+        raise SpecError("spec.hooks", "needs a sync or a finalize hook; with neither, no target can ever be synced")
     return DecoratorSpec(
         name=name,
         resources=tuple(_resource_rule(item, f"spec.resources[{i}]") for i, item in enumerate(resources)),
         attachments=tuple(_attachment_rule(item, f"spec.attachments[{i}]")
                           for i, item in enumerate(_list(spec.get("attachments"), "spec.attachments"))),
-        sync=hook_spec(hooks, "sync", SpecError),
-        finalize=hook_spec(hooks, "finalize", SpecError),
-        customize=hook_spec(hooks, "customize", SpecError),
+        sync=sync,
+        finalize=finalize,
+        customize=customize,
         resync_period=resync_period(spec.get("resyncPeriodSeconds"), SpecError),
         endpoint_configs=tuple(clone(mapping(item, f"spec.endpointConfigs[{i}]", error=SpecError)) for i, item in
                                enumerate(_list(spec.get("endpointConfigs"), "spec.endpointConfigs"))),

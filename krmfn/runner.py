@@ -24,6 +24,7 @@ after that line, so that kpt's four-line excerpt starts with the message.
 
 from __future__ import annotations
 
+import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -163,8 +164,16 @@ def _say(stream: IO[str], lines: list[str]) -> None:
         end = "\n" if stream.isatty() else ""
     except (AttributeError, ValueError):
         end = ""
-    stream.write("\n".join(lines) + end)
+    stream.write(_CONTROL.sub(_escaped, "\n".join(lines)) + end)
     stream.flush()
+
+
+# Every control character but newline and tab: an ESC in an object's name must not drive the terminal.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
 
 
 def _default_name(function: Function) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from deltapipe.errors import DeltapipeError
 from deltapipe.spec import PipelineSpec
 from krmyaml import YamlError, dump_all, load_all, manifest_texts, read_documents
+from reconcile.errors import one_line
 
 USER_ERRORS = (DeltapipeError, YamlError)
 
@@ -66,7 +67,7 @@ def _evaluate(spec: PipelineSpec, inputs: list[dict[str, Any]], *, trace: bool) 
     if trace:
         steps = pipeline.trace(routed)
         for label, docs in steps[:-1]:
-            print(f"# --- {label}: {len(docs)} document(s)", file=sys.stderr)
+            print(one_line(f"# --- {label}: {len(docs)} document(s)"), file=sys.stderr)
             dump_all(docs, sys.stderr)
         objects = steps[-1][1]
     else:

@@ -128,9 +128,17 @@ class Terminal(ReconcileError):
 
 
 def one_line(message: str) -> str:
-    """`message` on one line (whitespace runs become one space), each run of more than
-    LONGEST_WORD characters without a space cut to its start and its length."""
-    return _LONG_WORD.sub(_shortened, " ".join(message.split()))
+    """`message` on one line (whitespace runs become one space), other control characters
+    escaped as `\\xNN` (an ESC from an object's name must not drive the terminal), each run of more
+    than LONGEST_WORD characters without a space cut to its start and its length."""
+    return _LONG_WORD.sub(_shortened, _CONTROL.sub(_escaped, " ".join(message.split())))
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
 
 
 def _shortened(match: re.Match[str]) -> str:

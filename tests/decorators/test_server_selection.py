@@ -27,6 +27,9 @@ def python(function: str) -> dict[str, Any]:
     return {"python": {"function": f"tests.decorators.pyhooks:{function}"}}
 
 
+SYNC_ONLY = {"sync": python("report_status")}
+
+
 def configmap(name: str, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
               **data: str) -> Obj:
     return {"apiVersion": "v1", "kind": "ConfigMap", "data": data,
@@ -102,15 +105,15 @@ def test_an_annotation_only_rule_watches_metadata_and_the_hook_still_gets_the_wh
 
 
 def test_a_rule_with_labels_and_annotations_sends_the_labels_and_filters_annotations_in_process() -> None:
-    spec = parse_decorator(decorator_controller("d", hooks={}, resources=[rule(
+    spec = parse_decorator(decorator_controller("d", hooks=SYNC_ONLY, resources=[rule(
         labelSelector={"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "tier", "operator": "NotIn",
                                                                              "values": ["db"]}]},
         annotationSelector={"matchAnnotations": {"decorate": "yes"}})]))
     assert server_selection(spec.resources[0]) == ("app=web,tier notin (db)", False)
-    only_annotations = parse_decorator(decorator_controller("d", hooks={}, resources=[rule(
+    only_annotations = parse_decorator(decorator_controller("d", hooks=SYNC_ONLY, resources=[rule(
         annotationSelector={"matchAnnotations": {"decorate": "yes"}})]))
     assert server_selection(only_annotations.resources[0]) == (None, True)
-    everything = parse_decorator(decorator_controller("d", hooks={}, resources=[rule()]))
+    everything = parse_decorator(decorator_controller("d", hooks=SYNC_ONLY, resources=[rule()]))
     assert server_selection(everything.resources[0]) == (None, False)
 
 

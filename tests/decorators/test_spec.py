@@ -186,9 +186,24 @@ class TestHooks:
             del obj["spec"]["hooks"]
         assert str(error_of(obj)) == "spec.hooks: no hooks defined"
 
-    def test_an_empty_hooks_map_is_accepted_as_in_metacontroller(self) -> None:
-        spec = parse_decorator(decorator(hooks={}))
-        assert (spec.sync, spec.finalize, spec.customize) == (None, None, None)
+    @pytest.mark.parametrize("hooks", [{}, {"customize": {"webhook": {"url": "http://h"}}}, {"sync": None}])
+    def test_hooks_with_neither_sync_nor_finalize_are_refused(self, hooks: Any) -> None:
+        assert str(error_of(decorator(hooks=hooks))) == (
+            "spec.hooks: needs a sync or a finalize hook; with neither, no target can ever be synced")
+
+    @pytest.mark.parametrize("name", ["sync", "finalize"])
+    def test_either_sync_or_finalize_alone_is_enough(self, name: str) -> None:
+        spec = parse_decorator(decorator(hooks={name: {"webhook": {"url": "http://h"}}}))
+        assert (spec.sync is None, spec.finalize is None) == (name != "sync", name != "finalize")
+
+    @pytest.mark.parametrize("period", [-1, -2147483648, 0])
+    def test_a_negative_or_zero_resync_period_means_every_second_as_in_metacontroller(self, period: int) -> None:
+        assert parse_decorator(decorator(resyncPeriodSeconds=period)).resync_period == 1.0
+
+    @pytest.mark.parametrize("period", ["60", 1.5, True])
+    def test_a_resync_period_that_is_not_an_integer_is_refused(self, period: Any) -> None:
+        assert str(error_of(decorator(resyncPeriodSeconds=period))).startswith(
+            "spec.resyncPeriodSeconds: must be an integer, not ")
 
     def test_hooks_must_be_a_map(self) -> None:
         assert str(error_of(decorator(hooks=["sync"]))) == "spec.hooks: must be a map, not a list"

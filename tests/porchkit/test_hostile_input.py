@@ -12,6 +12,7 @@ before anything is printed or written.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import resource
@@ -21,6 +22,10 @@ import time
 from pathlib import Path
 
 import pytest
+
+from krmfn.errors import KrmfnError
+from krmfn.resourcelist import ResourceList
+from krmfn.runner import main as krmfn_main
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINE = ROOT / "testdata/deltapipe/endpoints/pipeline.yaml"
@@ -205,3 +210,45 @@ def test_a_set_with_the_lowest_or_highest_revision_porch_can_have_is_rendered(tm
     done, _ = porchkit(*COMMANDS["variants render"], str(path))
     assert done.returncode == 0, done.stderr.decode()
     assert f"revision: {revision}\n" in done.stdout.decode()
+
+
+HOOKLESS = """apiVersion: metacontroller.k8s.io/v1alpha1
+kind: DecoratorController
+metadata: {{name: idle}}
+spec:
+  resources: [{{apiVersion: v1, resource: configmaps}}]
+  hooks: {hooks}
+"""
+
+
+@pytest.mark.parametrize("hooks", ["{}", "{customize: {webhook: {url: 'http://h'}}}"])
+def test_a_decorator_controller_with_neither_sync_nor_finalize_is_one_line(tmp_path: Path, hooks: str) -> None:
+    path = tmp_path / "dc.yaml"
+    path.write_text(HOOKLESS.format(hooks=hooks))
+    done, _ = porchkit("decorators", "reconcile", "-f", str(path))
+    lines = done.stderr.decode().strip().splitlines()
+    assert done.returncode == 1 and lines == [
+        f"porchkit: {path}: DecoratorController idle: spec.hooks: needs a sync or a finalize hook; "
+        "with neither, no target can ever be synced"]
+
+
+def test_control_characters_in_a_name_are_escaped_on_stderr(tmp_path: Path) -> None:
+    path = tmp_path / "dc.yaml"
+    path.write_text(HOOKLESS.format(hooks="{}").replace("name: idle", 'name: "idle\\e[2J\\0"'))
+    done, _ = porchkit("decorators", "reconcile", "-f", str(path))
+    err = done.stderr.decode()
+    assert done.returncode == 1 and "\x1b" not in err and "\x00" not in err
+    assert err.startswith(f"porchkit: {path}: DecoratorController idle\\x1b[2J\\x00: ") and err.count("\n") == 1, err
+
+
+RESOURCE_LIST = b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"
+
+
+def test_a_krm_function_escapes_control_characters_on_stderr() -> None:
+    def fails(rl: ResourceList) -> None:
+        raise KrmfnError("bad name \x1b]0;owned\x07 here")
+
+    stderr = io.StringIO()
+    code = krmfn_main(fails, name="fails", stdin=io.BytesIO(RESOURCE_LIST), stdout=io.BytesIO(),
+                      stderr=stderr)
+    assert code != 0 and "\\x1b]0;owned\\x07 here" in stderr.getvalue() and "\x1b" not in stderr.getvalue()
