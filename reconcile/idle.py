@@ -31,14 +31,32 @@ def run_until_idle(manager: Manager, *, quiet: float = 0.25, horizon: float = 2.
     Raises ReconcileError if the caches do not sync, the manager stops on its own, or the
     controllers are still busy after `timeout` real seconds."""
     outcome: list[int] = []
-    runner = threading.Thread(target=lambda: outcome.append(manager.run()), name="local-manager", daemon=True)
-    runner.start()
+    failed: list[RuntimeError] = []
+
+    def run() -> None:
+        try:
+            outcome.append(manager.run())
+        except RuntimeError as err:  # the process cannot start threads (a tight `ulimit -v`, say)
+            failed.append(err)
+
+    runner = threading.Thread(target=run, name="local-manager", daemon=True)
+    try:
+        runner.start()
+    except RuntimeError as err:
+        raise ReconcileError(f"the controllers could not start: {err}") from err
     try:
         _wait_running(manager, runner, timeout)
         _wait_idle(manager, runner, quiet, horizon, timeout)
+    except ReconcileError:
+        manager.stop()
+        runner.join()  # a manager that could not start a thread is still unwinding: its error is the one to tell
+        if not failed:
+            raise
     finally:
         manager.stop()
         runner.join()
+    if failed:
+        raise ReconcileError(f"the controllers could not run: {failed[0]}") from failed[0]
     if outcome and outcome[0] != 0:
         raise ReconcileError("the controllers did not stop cleanly (a reconcile outlived the grace period)")
 
