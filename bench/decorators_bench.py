@@ -58,10 +58,10 @@ from decorators.supervisor import Decorators
 from decorators.sync import SyncResult
 from reconcile.clock import SystemClock
 from reconcile.cluster import Kind, Obj, ObjectKey
-from reconcile.controller import Controller
 from reconcile.embedded import EmbeddedCluster
 from reconcile.gctuning import tune_for_controllers
 from reconcile.hooks import HookPolicy
+from reconcile.idle import busy
 from reconcile.manager import Manager
 
 NAMESPACE = "bench"
@@ -311,7 +311,7 @@ def wait_idle(manager: Manager, done: Callable[[], bool], timeout: float, phase:
     idle_since: float | None = None
     while True:
         now = time.perf_counter()
-        if done() and not any(busy(controller) for controller in list(manager.controllers)):
+        if done() and not any(busy(controller.queue, RESYNC / 2) for controller in list(manager.controllers)):
             if idle_since is None:
                 idle_since = now
             elif now - idle_since >= QUIET:
@@ -322,12 +322,6 @@ def wait_idle(manager: Manager, done: Callable[[], bool], timeout: float, phase:
             raise TimeoutError(f"{phase}: still busy after {timeout:.0f} s")
         time.sleep(POLL)
 
-
-def busy(controller: Controller) -> bool:
-    """Work queued, in hand, or due soon (a resync RESYNC seconds away is not soon)."""
-    queue = controller.queue
-    due = queue.next_due()
-    return bool(len(queue) or queue.in_flight() or (due is not None and due < RESYNC / 2))
 
 
 def resource_versions(cluster: EmbeddedCluster) -> dict[str, str]:

@@ -49,10 +49,10 @@ from decorators.spec import DECORATOR_CONTROLLER
 from decorators.supervisor import Decorators
 from decorators.sync import SyncResult
 from reconcile.cluster import Kind, Obj, ObjectKey
-from reconcile.controller import Controller
 from reconcile.errors import ApiError, NotFound
 from reconcile.gctuning import tune_for_controllers
 from reconcile.hooks import HookPolicy
+from reconcile.idle import busy
 from reconcile.manager import Manager
 
 KUBECONFIG = "PORCHKIT_TEST_KUBECONFIG"
@@ -242,7 +242,7 @@ def wait_idle(manager: Manager, done: Callable[[], bool], timeout: float) -> flo
     idle_since: float | None = None
     while True:
         now = time.perf_counter()
-        if done() and not any(busy(controller) for controller in list(manager.controllers)):
+        if done() and not any(busy(controller.queue, 5.0) for controller in list(manager.controllers)):
             if idle_since is None:
                 idle_since = now
             elif now - idle_since >= QUIET:
@@ -253,11 +253,6 @@ def wait_idle(manager: Manager, done: Callable[[], bool], timeout: float) -> flo
             raise TimeoutError(f"converge: not done after {timeout:.0f} s")
         time.sleep(POLL)
 
-
-def busy(controller: Controller) -> bool:
-    queue = controller.queue
-    due = queue.next_due()
-    return bool(len(queue) or queue.in_flight() or (due is not None and due < 5.0))
 
 
 def load() -> str:
